@@ -41,7 +41,11 @@ class Frame:
 
 
 class WorldEngine(ABC):
-    """A world engine; one instance serves many sessions and is driven from a single thread."""
+    """A world engine; one instance serves many sessions and is driven from a single thread.
+
+    Engines are built with keyword options only, and every engine accepts `device` (a torch device name such
+    as "cpu" or "cuda:1"), so the worker builds any of them the same way: `create_engine(name, device=...)`.
+    """
 
     name: ClassVar[str]
 
@@ -113,7 +117,11 @@ class RaycastEngine(WorldEngine):
     name = "raycaster"
 
     def __init__(
-        self, width: int = CONFIG.width, height: int = CONFIG.height, jpeg_quality: int = CONFIG.jpeg_quality
+        self,
+        width: int = CONFIG.width,
+        height: int = CONFIG.height,
+        jpeg_quality: int = CONFIG.jpeg_quality,
+        device: str = "cpu",  # every engine takes the worker's device; numpy always runs on the CPU
     ) -> None:
         if not 1 <= jpeg_quality <= 95:
             raise ValueError(f"jpeg_quality must be 1..95, got {jpeg_quality}")
