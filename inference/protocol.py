@@ -1,0 +1,118 @@
+"""The worker protocol: the JSON messages an inference worker and the platform exchange on `/ws/workers/`.
+
+Version 1. The worker opens a WebSocket to `/ws/workers/` with the header `Authorization: Bearer <token>`
+(a token an operator issued with `manage.py worker_token NAME`); a refused token ends the handshake with 403.
+
+| direction          | type               | fields                                                    |
+| ------------------ | ------------------ | --------------------------------------------------------- |
+| platform → worker  | `platform.welcome` | `protocol`, `worker` (its name), `heartbeat_seconds`       |
+| worker → platform  | `worker.hello`     | `protocol`, `engines` (names), `slots`, `free_slots`, `device` |
+| worker → platform  | `worker.heartbeat` | `free_slots`                                              |
+| platform → worker  | `error`            | `error` (a sentence), `received_type` when known          |
+
+A malformed or unknown message is answered with `error` and the connection stays open. Both sides build and
+check messages only through the functions below, so the protocol is written down in one place.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_VERSION = 1
+
+
+class ProtocolError(ValueError):
+    """A message that does not follow the protocol; its text is sent back to the peer."""
+
+
+@dataclass(frozen=True)
+class WorkerHello:
+    engines: list[str]
+    slots: int
+    free_slots: int
+    device: str
+
+
+@dataclass(frozen=True)
+class WorkerHeartbeat:
+    free_slots: int
+
+
+def decode(text: str | None) -> dict[str, Any]:
+    """A message's JSON object with a string `type`, or ProtocolError."""
+    if text is None:
+        raise ProtocolError("binary messages are not part of the worker protocol")
+    try:
+        message = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ProtocolError(f"message is not valid JSON ({error.msg} at position {error.pos})") from None
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        raise ProtocolError("message must be a JSON object with a string 'type'")
+    return message
+
+
+def encode(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+def hello_message(*, engines: list[str], slots: int, free_slots: int, device: str) -> dict[str, Any]:
+    return {
+        "type": "worker.hello",
+        "protocol": PROTOCOL_VERSION,
+        "engines": engines,
+        "slots": slots,
+        "free_slots": free_slots,
+        "device": device,
+    }
+
+
+def heartbeat_message(*, free_slots: int) -> dict[str, Any]:
+    return {"type": "worker.heartbeat", "free_slots": free_slots}
+
+
+def welcome_message(*, worker: str, heartbeat_seconds: int) -> dict[str, Any]:
+    return {
+        "type": "platform.welcome",
+        "protocol": PROTOCOL_VERSION,
+        "worker": worker,
+        "heartbeat_seconds": heartbeat_seconds,
+    }
+
+
+def error_message(*, error: str, received_type: str | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"type": "error", "error": error}
+    if received_type is not None:
+        message["received_type"] = received_type
+    return message
+
+
+def parse_hello(message: dict[str, Any]) -> WorkerHello:
+    if message.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"unsupported protocol {message.get('protocol')!r}; this platform speaks {PROTOCOL_VERSION}"
+        )
+    engines = message.get("engines")
+    if not isinstance(engines, list) or not all(isinstance(name, str) and name for name in engines):
+        raise ProtocolError("'engines' must be a list of engine names")
+    slots = _count(message, "slots")
+    free_slots = _count(message, "free_slots")
+    if free_slots > slots:
+        raise ProtocolError("'free_slots' cannot exceed 'slots'")
+    device = message.get("device", "")
+    if not isinstance(device, str) or len(device) > 100:
+        raise ProtocolError("'device' must be a short string")
+    return WorkerHello(engines=engines, slots=slots, free_slots=free_slots, device=device)
+
+
+def parse_heartbeat(message: dict[str, Any]) -> WorkerHeartbeat:
+    return WorkerHeartbeat(free_slots=_count(message, "free_slots"))
+
+
+def _count(message: dict[str, Any], field: str) -> int:
+    value = message.get(field)
+    # bool is an int in Python; `true` slots is a client bug, not one slot.
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10_000:
+        raise ProtocolError(f"'{field}' must be a whole number from 0 to 10000")
+    return value

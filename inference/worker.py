@@ -1,0 +1,173 @@
+"""The inference worker process: connects to the platform, announces its engines and slots, heartbeats.
+
+It is the only bridge between the platform and the engines, and it needs no database or Redis: run it on
+any machine that can reach the platform's WebSocket endpoint, for example
+
+    python -m inference.worker --url wss://worldloom.example/ws/workers/ --token wlw_… --slots 8
+
+(`manage.py inference_worker` takes the same options). When the connection drops it reconnects with backoff;
+a refused token stops it with one clear line, since retrying cannot help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import threading
+from dataclasses import dataclass
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from inference import protocol
+from inference.engine import available_engines
+
+logger = logging.getLogger("inference.worker")
+
+
+class TokenRefused(Exception):
+    """The platform refused this worker's token."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """How to reach the platform and what this worker offers."""
+
+    url: str
+    token: str
+    slots: int = 4
+    device: str = "cpu"
+    # Longest wait between reconnection attempts: long enough not to hammer a platform that is restarting.
+    max_backoff_seconds: float = 30.0
+
+
+class InferenceWorker:
+    """One worker process's connection to the platform."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.engines = sorted(available_engines())
+        self.free_slots = config.slots
+        self.connected = asyncio.Event()
+
+    async def run(self) -> None:
+        """Stay connected until cancelled, reconnecting with exponential backoff."""
+        backoff = 1.0
+        while True:
+            try:
+                async with websockets.connect(
+                    self.config.url,
+                    additional_headers={"Authorization": f"Bearer {self.config.token}"},
+                    open_timeout=10,
+                ) as connection:
+                    backoff = 1.0
+                    await self.serve(connection)
+            except websockets.InvalidStatus as error:
+                if error.response.status_code in (401, 403):
+                    raise TokenRefused(f"the platform at {self.config.url} refused this worker's token") from None
+                logger.warning("platform answered %s; retrying in %.0f s", error.response.status_code, backoff)
+            except (TimeoutError, OSError, websockets.ConnectionClosed) as error:
+                logger.warning("connection to %s lost (%s); retrying in %.0f s", self.config.url, error, backoff)
+            finally:
+                self.connected.clear()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.config.max_backoff_seconds)
+
+    async def serve(self, connection: ClientConnection) -> None:
+        """Announce, then heartbeat while handling what the platform sends, until the connection closes."""
+        welcome = protocol.decode(await connection.recv())
+        if welcome["type"] != "platform.welcome":
+            raise protocol.ProtocolError(f"expected platform.welcome, got {welcome['type']}")
+        heartbeat_seconds = float(welcome["heartbeat_seconds"])
+        hello = protocol.hello_message(
+            engines=self.engines,
+            slots=self.config.slots,
+            free_slots=self.free_slots,
+            device=self.config.device,
+        )
+        await connection.send(protocol.encode(hello))
+        self.connected.set()
+        logger.info("connected to %s as %s with engines %s", self.config.url, welcome["worker"], self.engines)
+        heartbeats = asyncio.create_task(self.heartbeat(connection, heartbeat_seconds))
+        try:
+            async for text in connection:
+                self.handle(protocol.decode(text if isinstance(text, str) else None))
+        finally:
+            heartbeats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeats
+
+    async def heartbeat(self, connection: ClientConnection, interval_seconds: float) -> None:
+        while True:
+            await asyncio.sleep(interval_seconds)
+            await connection.send(protocol.encode(protocol.heartbeat_message(free_slots=self.free_slots)))
+
+    def handle(self, message: dict[str, object]) -> None:
+        if message["type"] == "error":
+            logger.error("platform reported: %s", message.get("error"))
+        else:
+            logger.warning("ignoring a %s message this worker does not handle", message["type"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run a Worldloom inference worker.")
+    add_arguments(parser)
+    arguments = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    run_until_interrupted(config_from_arguments(arguments))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, help="the platform's worker endpoint, ws(s)://HOST/ws/workers/")
+    parser.add_argument("--token", required=True, help="this worker's token (manage.py worker_token NAME)")
+    parser.add_argument("--slots", type=int, default=4, help="how many sessions this worker runs at once")
+    parser.add_argument("--device", default="cpu", help="torch device for the engines: cpu, cuda, cuda:1 …")
+
+
+def config_from_arguments(arguments: argparse.Namespace) -> WorkerConfig:
+    return WorkerConfig(url=arguments.url, token=arguments.token, slots=arguments.slots, device=arguments.device)
+
+
+def run_until_interrupted(config: WorkerConfig) -> None:
+    try:
+        asyncio.run(InferenceWorker(config).run())
+    except TokenRefused as error:
+        raise SystemExit(f"inference worker: {error}") from None
+    except KeyboardInterrupt:
+        logger.info("stopped")
+
+
+class BackgroundWorker:
+    """An inference worker on a thread of its own, for running inside another process (`manage.py serve`)."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.worker = InferenceWorker(config)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="inference-worker", daemon=True)
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout_seconds: float = 5.0) -> None:
+        if self.task is not None:
+            self.loop.call_soon_threadsafe(self.task.cancel)
+        self.thread.join(timeout_seconds)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.task = self.loop.create_task(self.worker.run())
+        try:
+            self.loop.run_until_complete(self.task)
+        except asyncio.CancelledError:
+            pass
+        except TokenRefused as error:
+            logger.error("%s", error)
+        finally:
+            self.loop.close()
+
+
+if __name__ == "__main__":
+    main()

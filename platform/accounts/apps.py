@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    """People and their roles: players, creators, moderators."""
+
+    name = "accounts"

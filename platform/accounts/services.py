@@ -1,0 +1,47 @@
+"""Writes about people: creating accounts, granting roles."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group, Permission
+from django.db import transaction
+
+from accounts.models import User
+from accounts.roles import ROLE_PERMISSIONS, SIGN_UP_ROLES, Role
+
+
+@transaction.atomic
+def roles_ensure() -> dict[Role, Group]:
+    """The role groups with their permissions, created where missing (idempotent)."""
+    groups = {}
+    for role, codename in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role.value)
+        group.permissions.add(Permission.objects.get(content_type__app_label="accounts", codename=codename))
+        groups[role] = group
+    return groups
+
+
+@transaction.atomic
+def user_roles_on_sign_up(*, user: User) -> None:
+    """Give a newly signed-up person the roles everyone has: they can play and create."""
+    groups = roles_ensure()
+    user.groups.add(*(groups[role] for role in SIGN_UP_ROLES))
+
+
+@transaction.atomic
+def user_create(*, username: str, email: str, password: str, moderator: bool = False) -> User:
+    """Create an account as sign-up would, optionally a moderator (for operators and demo content)."""
+    user = User.objects.create_user(username=username, email=email, password=password)
+    user_roles_on_sign_up(user=user)
+    if moderator:
+        moderator_grant(user=user)
+    return user
+
+
+@transaction.atomic
+def moderator_grant(*, user: User) -> None:
+    user.groups.add(roles_ensure()[Role.MODERATOR])
+
+
+@transaction.atomic
+def moderator_revoke(*, user: User) -> None:
+    user.groups.remove(roles_ensure()[Role.MODERATOR])

@@ -1,0 +1,29 @@
+"""Load the demo content (people now; worlds, characters and stories as they arrive) and print the log-ins."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.demo import DEMO_PASSWORD, demo_people_ensure
+
+
+class Command(BaseCommand):
+    help = "Create the demo accounts and content where missing (idempotent) and print the demo log-ins."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--allow-production",
+            action="store_true",
+            help="load even outside the embedded mode (the demo password is public)",
+        )
+
+    def handle(self, *args: Any, allow_production: bool, **_: Any) -> None:
+        if not settings.EMBEDDED and not allow_production:
+            raise CommandError("refusing to create accounts with a public password outside the embedded mode")
+        people = demo_people_ensure()
+        self.stdout.write(f"Demo log-ins (password for all: {DEMO_PASSWORD}):")
+        for person in people:
+            self.stdout.write(f"  {person.role:<10} {person.username}")

@@ -1,0 +1,15 @@
+"""Views that belong to no single app."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+
+from common.selectors import platform_health
+
+
+@never_cache
+async def healthz(request: HttpRequest) -> JsonResponse:
+    """Database, channel layer, Celery broker and inference workers as JSON; 503 when a service fails."""
+    health = await platform_health()
+    return JsonResponse(health, status=200 if health["status"] == "ok" else 503)

@@ -1,0 +1,25 @@
+"""The ASGI protocol router: Django for HTTP, Channels consumers for WebSockets.
+
+Browser routes check the Origin; worker routes authenticate with a bearer token. Imported once Django is set
+up (config.asgi does that for daphne; tests import it directly).
+"""
+
+from __future__ import annotations
+
+from channels.routing import ProtocolTypeRouter, URLRouter
+from django.core.asgi import get_asgi_application
+from django.urls import path
+
+from workers.consumers import WorkerConsumer
+
+websocket_urlpatterns = [
+    # Workers run on remote machines and send no Origin: their token is their identity.
+    path("ws/workers/", WorkerConsumer.as_asgi()),
+]
+
+application = ProtocolTypeRouter(
+    {
+        "http": get_asgi_application(),
+        "websocket": URLRouter(websocket_urlpatterns),
+    }
+)

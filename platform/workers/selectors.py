@@ -1,0 +1,28 @@
+"""Reads about inference workers."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import QuerySet, Sum
+from django.utils import timezone
+
+from workers.models import WorkerNode
+
+
+def workers_connected() -> QuerySet[WorkerNode]:
+    """Workers with an open connection that heartbeat recently; a worker killed mid-beat ages out."""
+    fresh_since = timezone.now() - timedelta(seconds=settings.WORKER_STALE_AFTER_SECONDS)
+    return WorkerNode.objects.filter(disconnected_at__isnull=True, last_heartbeat_at__gte=fresh_since)
+
+
+def workers_summary() -> dict[str, object]:
+    connected = workers_connected()
+    totals = connected.aggregate(slots=Sum("slots"), free_slots=Sum("free_slots"))
+    return {
+        "connected": connected.count(),
+        "slots": totals["slots"] or 0,
+        "free_slots": totals["free_slots"] or 0,
+        "engines": sorted({engine for engines in connected.values_list("engines", flat=True) for engine in engines}),
+    }

@@ -1,0 +1,162 @@
+"""Shared fixtures: a real daphne process serving the platform on the test database, and service probes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from django.conf import settings
+
+    layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+    database = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    broker = "eager (no broker)" if settings.CELERY_TASK_ALWAYS_EAGER else "broker configured"
+    return [f"worldloom: database {database}, channel layer {layer}, celery {broker}"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def static_files_collected() -> None:
+    """Pages name their static files by hash, so the manifest must exist before any page renders."""
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--no-input", verbosity=0)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def database_url_for_processes() -> str:
+    """A URL for the database the test run is using, for processes the tests start."""
+    from django.db import connection
+
+    database = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{Path(database['NAME']).resolve()}"
+    password = f":{database['PASSWORD']}" if database["PASSWORD"] else ""
+    return (
+        f"postgres://{database['USER']}{password}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}"
+        f"/{database['NAME']}"
+    )
+
+
+def platform_environment(**overrides: str) -> dict[str, str]:
+    """The environment for a platform process that shares this test run's database and services."""
+    from django.conf import settings
+
+    environment = dict(os.environ)
+    environment.update(
+        DATABASE_URL=database_url_for_processes(),
+        SECRET_KEY=settings.SECRET_KEY,
+        HTTPS="false",
+        DEBUG="false",
+        PYTHONUNBUFFERED="1",
+    )
+    environment.update(overrides)
+    return environment
+
+
+@dataclass
+class LivePlatform:
+    """A daphne process serving the whole platform, as `manage.py serve` runs it."""
+
+    process: subprocess.Popen[str]
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def health(self) -> dict[str, Any]:
+        return requests.get(f"{self.url}/healthz", timeout=10).json()
+
+    def output(self) -> str:
+        self.stop()
+        return self.process.stdout.read() if self.process.stdout else ""
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_platform(*arguments: str, environment: dict[str, str] | None = None) -> LivePlatform:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port), *arguments],
+        cwd=ROOT,
+        env=environment or platform_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    platform = LivePlatform(process=process, port=port)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the platform exited at start:\n{platform.output()}")
+        try:
+            requests.get(f"{platform.url}/healthz", timeout=2)
+            return platform
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    platform.stop()
+    raise AssertionError(f"the platform did not answer within 60 s:\n{platform.output()}")
+
+
+@pytest.fixture
+def live_platform(transactional_db: None) -> Iterator[LivePlatform]:
+    """The platform served by a real daphne with its in-process inference worker, on the test database."""
+    platform = start_platform("--in-process-worker")
+    yield platform
+    platform.stop()
+
+
+def wait_until(condition: Any, timeout_seconds: float = 15.0, interval_seconds: float = 0.1) -> Any:
+    """Poll `condition` until it returns something truthy; fail the test when time runs out."""
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval_seconds)
+    raise AssertionError(f"condition not met within {timeout_seconds} s")
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A reachable Redis: the configured one, or the local default; skipped locally when there is none."""
+    from django.conf import settings
+
+    url = settings.REDIS_URL or "redis://127.0.0.1:6379/15"
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError:
+        if os.environ.get("CI_REQUIRE_SERVICES"):
+            pytest.fail(f"CI needs Redis at {url}")
+        pytest.skip(f"no Redis at {url}; .ci/run starts one")
+    return url
