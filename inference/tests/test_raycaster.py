@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from inference.world.events import parse_event
-from inference.world.renderer import geometric_sketch, render
+from inference.world.renderer import SPRITE_KINDS, geometric_sketch, render
 from inference.world.spec import WorldSpec
 from inference.world.state import (
     Action,
@@ -119,6 +119,11 @@ def test_a_spawned_object_appears_ahead() -> None:
 
     magenta = (image[..., 0] > 120) & (image[..., 2] > 120) & (image[..., 1] < 60)
     assert magenta[:, 24:40].sum() > 20
+    sketch = geometric_sketch(spawned, 64)
+    assert (sketch.sprite_kind[30:34] == 1 + SPRITE_KINDS.index("tower")).all()
+    assert (sketch.sprite_color[30:34] == (255, 0, 255)).all()
+    assert (sketch.sprite_depth[30:34] < sketch.depth[30:34]).all()
+    assert (geometric_sketch(state, 64).sprite_kind == 0).all()
 
 
 def test_walls_hide_objects_behind_them() -> None:

@@ -70,6 +70,9 @@ TILE_NOISE = np.array([0.12, 0.22, 0.1, 0.05], dtype=np.float32)  # tile-to-tile
 GRAIN = np.array([0.0, 0.0, 0.09, 0.03], dtype=np.float32)  # streaks along each tile (wood grain, brushed metal)
 
 
+SPRITE_KINDS = ("tower", "tree", "lantern", "crystal", "creature", "avatar")
+
+
 @dataclass(frozen=True)
 class Sketch:
     """The geometry one pose sees, per screen column: what the neural model is conditioned on."""
@@ -78,6 +81,11 @@ class Sketch:
     material: np.ndarray  # (W,) uint8: the wall's material id (1..)
     side: np.ndarray  # (W,) uint8: 0 for a wall facing east/west, 1 for north/south
     texture_u: np.ndarray  # (W,) float32: where along the wall face the column lands, 0..1
+    # The nearest billboard in front of the wall in each column (its bounding box, not its exact shape).
+    sprite_kind: np.ndarray  # (W,) uint8: 0 for none, else 1 + its index in SPRITE_KINDS
+    sprite_depth: np.ndarray  # (W,) float32: its distance along the heading, in cells; 0 for none
+    sprite_u: np.ndarray  # (W,) float32: where across the billboard the column lands, 0..1
+    sprite_color: np.ndarray  # (W, 3) uint8
 
 
 @dataclass(frozen=True)
@@ -85,9 +93,21 @@ class _Rays:
     camera_x: np.ndarray  # (W,) -1 at the left edge of the screen, 1 at the right
     direction_x: np.ndarray  # (W,)
     direction_y: np.ndarray  # (W,)
-    sketch: Sketch
+    depth: np.ndarray  # (W,) float32 perpendicular wall distance
+    material: np.ndarray  # (W,) uint8
+    side: np.ndarray  # (W,) uint8
+    texture_u: np.ndarray  # (W,) float32
     cell_x: np.ndarray  # (W,) int: the wall cell each column hit
     cell_y: np.ndarray  # (W,)
+
+
+@dataclass(frozen=True)
+class _Billboard:
+    depth: float  # along the heading, in cells
+    kind: str
+    color: tuple[int, int, int]
+    left: float  # screen column of its left edge (fractional)
+    pixel_width: float
 
 
 def _hash_uniform(*keys: np.ndarray) -> np.ndarray:
@@ -143,26 +163,73 @@ def _cast(state: WorldState, width: int) -> _Rays:
     texture_u = hit - np.floor(hit)
     # Mirror the faces seen from the other side, so a texture reads left to right on every face.
     texture_u = np.where((side == 0) & (direction_x > 0) | (side == 1) & (direction_y < 0), 1 - texture_u, texture_u)
-    sketch = Sketch(
+    return _Rays(
+        camera_x=camera_x,
+        direction_x=direction_x,
+        direction_y=direction_y,
         depth=depth.astype(np.float32),
         material=grid[cell_y, cell_x].astype(np.uint8),
         side=side,
         texture_u=texture_u.astype(np.float32),
+        cell_x=cell_x,
+        cell_y=cell_y,
     )
-    return _Rays(camera_x, direction_x, direction_y, sketch, cell_x, cell_y)
+
+
+def _billboards(state: WorldState, width: int, focal: float) -> list[_Billboard]:
+    """Objects and avatars in front of the camera, projected onto `width` columns, far to near."""
+    x, y = state.pose.cell_position
+    angle = state.pose.radians
+    plane_length = math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
+    scale = SIMULATOR_CONFIG.position_scale
+    sprites = [(item.kind, item.x / scale, item.y / scale, item.color) for item in state.objects]
+    sprites += [("avatar", a.pose.x / scale, a.pose.y / scale, a.color) for a in state.avatars]
+    placed = []
+    for kind, sprite_x, sprite_y, color in sprites:
+        relative_x, relative_y = sprite_x - x, sprite_y - y
+        depth = relative_x * math.cos(angle) + relative_y * math.sin(angle)  # along the heading
+        across = (-relative_x * math.sin(angle) + relative_y * math.cos(angle)) / plane_length  # camera-x units
+        if depth > 0.2:
+            pixel_width = focal * SPRITES[kind][1] / depth
+            center = width / 2 * (1 + across / depth)
+            placed.append(_Billboard(depth, kind, color, center - pixel_width / 2, pixel_width))
+    return sorted(placed, key=lambda billboard: billboard.depth, reverse=True)
 
 
 def geometric_sketch(state: WorldState, columns: int = 64) -> Sketch:
-    """Per-column depth, material, side and texture coordinate of the walls the current pose sees."""
-    return _cast(state, columns).sketch
+    """Per-column geometry of the walls and billboards the current pose sees."""
+    rays = _cast(state, columns)
+    focal = columns / 2 / math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
+    sprite_kind = np.zeros(columns, dtype=np.uint8)
+    sprite_depth = np.zeros(columns, dtype=np.float32)
+    sprite_u = np.zeros(columns, dtype=np.float32)
+    sprite_color = np.zeros((columns, 3), dtype=np.uint8)
+    centers = np.arange(columns) + 0.5  # (W,)
+    for billboard in _billboards(state, columns, focal):  # far to near: nearer ones overwrite
+        u = (centers - billboard.left) / billboard.pixel_width  # (W,)
+        covered = (u >= 0) & (u < 1) & (rays.depth > billboard.depth)
+        sprite_kind[covered] = 1 + SPRITE_KINDS.index(billboard.kind)
+        sprite_depth[covered] = billboard.depth
+        sprite_u[covered] = u[covered]
+        sprite_color[covered] = billboard.color
+    return Sketch(
+        depth=rays.depth,
+        material=rays.material,
+        side=rays.side,
+        texture_u=rays.texture_u,
+        sprite_kind=sprite_kind,
+        sprite_depth=sprite_depth,
+        sprite_u=sprite_u,
+        sprite_color=sprite_color,
+    )
 
 
 def _wall_texture(rays: _Rays, v: np.ndarray) -> np.ndarray:
     """(H, W) brightness of each wall pixel from its texture; `v` is (H, W), 0 at the wall's top, 1 at its foot."""
-    kind = (rays.sketch.material.astype(np.int64) - 1) % 4  # (W,)
+    kind = (rays.material.astype(np.int64) - 1) % 4  # (W,)
     columns, rows = TILE_COLUMNS[kind], TILE_ROWS[kind]  # (W,)
     course = np.floor(v * rows)  # (H, W) which row of tiles
-    across = rays.sketch.texture_u * columns + TILE_STAGGER[kind] * course  # (H, W)
+    across = rays.texture_u * columns + TILE_STAGGER[kind] * course  # (H, W)
     tile = np.floor(across)
     seam = ((across - tile) < SEAM_WIDTH[kind] * columns) | ((v * rows - course) < SEAM_WIDTH[kind] * rows)
     noise = _hash_uniform(course.astype(np.int64), tile.astype(np.int64), rays.cell_x, rays.cell_y)
@@ -316,38 +383,22 @@ SPRITES: dict[str, tuple[Callable[[np.ndarray, np.ndarray, np.ndarray], ShapeRes
 def _draw_sprites(image: np.ndarray, state: WorldState, lighting: Lighting, rays: _Rays, focal: float) -> None:
     """Billboards far to near, each column tested against the wall depth; draws into `image` (H, W, 3)."""
     height, width = image.shape[:2]
-    x, y = state.pose.cell_position
-    angle = state.pose.radians
-    plane_length = math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
-    scale = SIMULATOR_CONFIG.position_scale
-    sprites = [(item.kind, item.x / scale, item.y / scale, item.color) for item in state.objects]
-    sprites += [("avatar", a.pose.x / scale, a.pose.y / scale, a.color) for a in state.avatars]
-    placed = []
-    for kind, sprite_x, sprite_y, color in sprites:
-        relative_x, relative_y = sprite_x - x, sprite_y - y
-        depth = relative_x * math.cos(angle) + relative_y * math.sin(angle)  # along the heading
-        across = (-relative_x * math.sin(angle) + relative_y * math.cos(angle)) / plane_length  # in camera-x units
-        if depth > 0.2:
-            placed.append((depth, across, kind, color))
-    for depth, across, kind, color in sorted(placed, reverse=True):
-        shape, sprite_width, sprite_height = SPRITES[kind]
-        center = width / 2 * (1 + across / depth)
-        pixel_width, pixel_height = focal * sprite_width / depth, focal * sprite_height / depth
+    for billboard in _billboards(state, width, focal):
+        shape, _, sprite_height = SPRITES[billboard.kind]
+        depth, left, pixel_width = billboard.depth, billboard.left, billboard.pixel_width
+        pixel_height = focal * sprite_height / depth
         bottom = height / 2 + focal * CONFIG.eye_height / depth
-        left, top = center - pixel_width / 2, bottom - pixel_height
-        column_start, column_end = (
-            max(math.floor(left), 0),
-            min(math.ceil(left + pixel_width), width),
-        )
+        top = bottom - pixel_height
+        column_start, column_end = max(math.floor(left), 0), min(math.ceil(left + pixel_width), width)
         row_start, row_end = max(math.floor(top), 0), min(math.ceil(bottom), height)
         if column_start >= column_end or row_start >= row_end:
             continue
         u = ((np.arange(column_start, column_end) + 0.5 - left) / pixel_width)[None, :]  # (1, w)
         v = ((np.arange(row_start, row_end) + 0.5 - top) / pixel_height)[:, None]  # (h, 1)
         u, v = np.broadcast_arrays(u, v)
-        mask, colors, emissive = shape(u, v, np.asarray(color, dtype=np.float32))
+        mask, colors, emissive = shape(u, v, np.asarray(billboard.color, dtype=np.float32))
         mask = mask & (u >= 0) & (u < 1) & (v >= 0) & (v < 1)
-        mask &= (rays.sketch.depth[column_start:column_end] > depth)[None, :]
+        mask &= (rays.depth[column_start:column_end] > depth)[None, :]
         lit = colors * _light(lighting, np.float32(depth), state.weather)
         lit = np.where(emissive[..., None], colors, lit)
         if state.fog:
@@ -389,15 +440,15 @@ def render(state: WorldState, spec: WorldSpec, width: int = 64, height: int = 64
     rays = _cast(state, width)
     focal = width / 2 / math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)  # pixels, same both ways
     rows = np.arange(height, dtype=np.float32)[:, None]  # (H, 1)
-    depth = rays.sketch.depth  # (W,)
+    depth = rays.depth  # (W,)
     wall_height = focal / depth  # (W,) pixels
     wall_top = height / 2 - wall_height * (1 - CONFIG.eye_height)  # (W,)
     v = (rows + 0.5 - wall_top[None, :]) / wall_height[None, :]  # (H, W)
     is_wall = (v >= 0) & (v < 1)
 
     palette = np.asarray(spec.palette, dtype=np.float32)  # (P, 3)
-    wall_color = palette[(rays.sketch.material.astype(np.int64) - 1) % len(palette)]  # (W, 3)
-    wall_color = wall_color * np.where(rays.sketch.side == 1, CONFIG.side_shade, 1.0)[:, None].astype(np.float32)
+    wall_color = palette[(rays.material.astype(np.int64) - 1) % len(palette)]  # (W, 3)
+    wall_color = wall_color * np.where(rays.side == 1, CONFIG.side_shade, 1.0)[:, None].astype(np.float32)
     walls = wall_color[None, :, :] * _wall_texture(rays, v)[..., None] * _light(lighting, depth, state.weather)[None]
     # The sky is only ever seen above the horizon and the floor below it: each is computed on its half alone.
     horizon = height // 2
