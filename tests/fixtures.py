@@ -7,14 +7,17 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 import redis
 import requests
+from channels.db import database_sync_to_async
+from django.db import connections
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,6 +37,17 @@ def static_files_collected() -> None:
     from django.core.management import call_command
 
     call_command("collectstatic", "--no-input", verbosity=0)
+
+
+@pytest_asyncio.fixture
+async def database_connections_closed_after() -> AsyncIterator[None]:
+    """For async tests: close the connection database_sync_to_async opened in its worker thread.
+
+    pytest-django closes only the main thread's connection; one left open in the executor thread keeps
+    PostgreSQL from dropping the test database at the end of the run.
+    """
+    yield
+    await database_sync_to_async(connections.close_all)()
 
 
 def free_port() -> int:
@@ -122,9 +136,11 @@ def start_platform(*arguments: str, environment: dict[str, str] | None = None) -
         try:
             requests.get(f"{platform.url}/healthz", timeout=2)
             return platform
-        except requests.ConnectionError:
+        except requests.RequestException:
             time.sleep(0.2)
-    platform.stop()
+        except BaseException:
+            platform.stop()  # never leave a server holding the test database
+            raise
     raise AssertionError(f"the platform did not answer within 60 s:\n{platform.output()}")
 
 

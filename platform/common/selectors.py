@@ -36,7 +36,9 @@ async def channel_layer_health() -> dict[str, Any]:
     started = time.perf_counter()
     nonce = secrets.token_hex(8)
     try:
-        channel = await layer.new_channel("healthz.")
+        # The default prefix matters: channels-redis reads every process-local channel through one shared
+        # BZPOPMIN on "specific.<client>!", so a channel with another prefix waits behind a consumer's read.
+        channel = await layer.new_channel()
         await layer.send(channel, {"type": "healthz.ping", "nonce": nonce})
         async with asyncio.timeout(CHECK_TIMEOUT_SECONDS):
             received = await layer.receive(channel)

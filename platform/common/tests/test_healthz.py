@@ -33,6 +33,7 @@ def test_healthz_counts_only_workers_that_heartbeat(client: Client) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.usefixtures("database_connections_closed_after")
 async def test_healthz_fails_with_503_when_the_channel_layer_is_broken(settings: Settings) -> None:
     from channels.layers import channel_layers
 

@@ -14,7 +14,11 @@ from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
 from workers.services import worker_issue_token
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.asyncio,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("database_connections_closed_after"),
+]
 
 
 async def connect(token: str) -> tuple[WebsocketCommunicator, bool]:
