@@ -16,6 +16,7 @@ from inference.world.events import parse_event
 from inference.world.model import WorldModel, WorldModelConfig, geometry_planes, load_world_model, save_world_model
 from inference.world.spec import WorldSpec
 from inference.world.state import Action, initial_state, step
+from inference.world.train import TrainConfig, Trainer
 
 TINY = WorldModelConfig(autoencoder_width=8, plane_width=4, model_dim=32, heads=2, layers=2, window=3)
 
@@ -122,9 +123,6 @@ def test_a_checkpoint_loads_back_the_same_model(tmp_path: Path, data) -> None:
 
 
 def test_a_tiny_model_trains_on_the_cpu_and_its_losses_fall(data, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("tqdm", reason="tqdm is the trainer's progress bar; it joins the dependencies")
-    from inference.world.train import TrainConfig, Trainer
-
     torch.manual_seed(0)
     config = TrainConfig(batch_size=4, sequence_frames=3, learning_rate=3e-3, context_noise=0.0)
     trainer = Trainer(WorldModel(TINY), data, config, torch.device("cpu"))
