@@ -1,0 +1,35 @@
+"""`make bench` keeps working: its quick mode runs and writes the keys it promises (figures are not judged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.fixtures import ROOT
+
+
+@pytest.mark.slow
+def test_the_quick_benchmark_writes_flat_json_with_its_keys() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "raycaster_bench"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((ROOT / "bench" / "results" / "raycaster_bench.json").read_text())
+    assert set(figures) == {
+        "ms_per_frame_p50", "ms_per_frame_p95", "fps_per_session_batch_1", "fps_per_session_batch_4",
+        "fps_per_session_batch_8", "fps_per_session_batch_16",
+    }  # fmt: skip
+    assert all(isinstance(value, float) and value > 0 for value in figures.values())
+    assert "ms_per_frame_p50" in result.stdout
+
+
+def test_an_unknown_benchmark_name_is_refused_with_the_known_ones() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "nonsense"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    assert "raycaster_bench" in result.stderr
