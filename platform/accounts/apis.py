@@ -9,6 +9,7 @@ from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from accounts.selectors import user_roles
@@ -37,8 +38,14 @@ class MeApi(APIView):
         return Response(self.OutputSerializer(data).data)
 
 
+class TokenObtainApi(ObtainAuthToken):
+    """Username and password in, a token for the `Authorization: Token …` header out."""
+
+    # Guessing passwords here must be as slow as on the log-in page, which django-allauth throttles.
+    throttle_classes = [AnonRateThrottle]
+
+
 urlpatterns = [
     path("me/", MeApi.as_view(), name="api-me"),
-    # Username and password in, a token for the `Authorization: Token …` header out.
-    path("token/", ObtainAuthToken.as_view(), name="api-token"),
+    path("token/", TokenObtainApi.as_view(), name="api-token"),
 ]

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
@@ -101,3 +103,25 @@ def test_the_api_refuses_a_caller_without_credentials(client: Client) -> None:
 def test_the_api_accepts_a_session(client: Client) -> None:
     client.force_login(ModeratorFactory())
     assert "moderator" in client.get(reverse("api-me")).json()["roles"]
+
+
+def test_guessing_passwords_for_a_token_is_throttled(client: Client) -> None:
+    person = UserFactory()
+    cache.delete("throttle_anon_127.0.0.1")  # the cache outlives a test run when it is Redis
+    statuses = [
+        client.post(reverse("api-token"), {"username": person.username, "password": f"guess-{attempt}"}).status_code
+        for attempt in range(11)
+    ]
+    assert statuses[:10] == [400] * 10
+    assert statuses[10] == 429
+    cache.delete("throttle_anon_127.0.0.1")
+
+
+def test_the_moderator_command_grants_and_revokes(capsys: pytest.CaptureFixture[str]) -> None:
+    person = UserFactory()
+    call_command("moderator", "grant", person.username)
+    assert fresh(person).has_perm(MODERATE)
+    call_command("moderator", "revoke", person.username)
+    assert not fresh(person).has_perm(MODERATE)
+    with pytest.raises(CommandError, match="no user called"):
+        call_command("moderator", "grant", "nobody")
