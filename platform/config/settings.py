@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "moderation",
     "workers",
     "worlds",
+    "stories",
 ]
 
 MIDDLEWARE = [
