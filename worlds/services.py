@@ -35,6 +35,29 @@ def content_save(instance: models.Model, values: dict[str, Any]) -> Any:
 
 
 @transaction.atomic
+def content_save_with_children(
+    instance: models.Model, values: dict[str, Any], children: dict[str, list[dict[str, Any]]]
+) -> Any:
+    """Save a row and replace the rows of each named reverse relation (a lorebook's entries, say) at once.
+
+    The children are validated like any row; one invalid child rolls everything back, so a failed edit
+    never leaves half a lorebook behind.
+    """
+    content_save(instance, values)
+    for relation, rows in children.items():
+        related = instance._meta.get_field(relation)
+        getattr(instance, relation).all().delete()
+        for index, row in enumerate(rows):
+            child = related.related_model(**row, **{related.field.name: instance})
+            try:
+                child.full_clean()
+            except ValidationError as error:
+                raise ValidationError({relation: [f"#{index + 1}: {message}" for message in error.messages]}) from None
+            child.save()
+    return instance
+
+
+@transaction.atomic
 def world_create(*, owner: User, tags: list[str] | None = None, **values: Any) -> World:
     world = content_save(World(owner=owner, slug=slug_unique(values.get("title", ""))), values)
     world_tags_set(world=world, tags=tags or [])

@@ -166,7 +166,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "EXCEPTION_HANDLER": "common.apis.api_exception_handler",
+    "DEFAULT_PAGINATION_CLASS": "common.apis.NewestFirstPagination",
     # Anonymous calls are only log-ins for a token; ten a minute per address stops password guessing.
     "DEFAULT_THROTTLE_RATES": {"anon": "10/minute"},
     "PAGE_SIZE": 24,

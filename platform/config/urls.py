@@ -10,6 +10,7 @@ from common.views import healthz
 
 api_urlpatterns = [
     path("accounts/", include("accounts.apis")),
+    path("", include("worlds.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -1,0 +1,248 @@
+"""The authoring API: a creator's working copies (private), published versions (read-only), publish, remix.
+
+Plain CRUD goes through ModelViewSets scoped to the caller's own rows, so another creator's drafts answer
+404. Every write goes through worlds.services, so model validation gives the same messages as the studio.
+Nested rows (clues, lore entries, branches, beats) are written with their parent and replace its old ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from django.db.models import Model, QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.roles import CREATE
+from stories.models import Beat, Story
+from worlds import services
+from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World, WorldVersion
+
+
+class CanCreate(permissions.BasePermission):
+    """Signed in and holding the creator role."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(request.user and request.user.is_authenticated and request.user.has_perm(CREATE))
+
+
+class ClueSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Clue
+        fields = ["name", "text", "condition", "condition_value"]
+
+
+class LoreEntrySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LoreEntry
+        exclude = ["id", "lorebook"]
+
+
+class HookBranchSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = HookBranch
+        exclude = ["id", "hook"]
+
+
+class BeatSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Beat
+        exclude = ["id", "story"]
+
+
+class OwnedSerializer(serializers.ModelSerializer):
+    """A serializer whose nested lists (declared in `children`) are saved with the parent by a service."""
+
+    children: ClassVar[tuple[str, ...]] = ()
+
+    def create(self, validated_data: dict[str, Any]) -> Model:
+        return self.save_with_children(self.Meta.model(**self.owner_of(validated_data)), validated_data)
+
+    def update(self, instance: Model, validated_data: dict[str, Any]) -> Model:
+        return self.save_with_children(instance, validated_data)
+
+    def save_with_children(self, instance: Model, values: dict[str, Any]) -> Model:
+        children = {name: values.pop(name) for name in self.children if name in values}
+        relations = {name: values.pop(name) for name in list(values) if self.is_many_to_many(name)}
+        services.content_save_with_children(instance, values, children)
+        for name, related in relations.items():
+            getattr(instance, name).set(related)
+        return instance
+
+    def owner_of(self, validated_data: dict[str, Any]) -> dict[str, Any]:
+        has_owner = any(field.name == "owner" for field in self.Meta.model._meta.concrete_fields)
+        return {"owner": self.context["request"].user} if has_owner else {}
+
+    def is_many_to_many(self, name: str) -> bool:
+        return any(field.name == name for field in self.Meta.model._meta.many_to_many)
+
+    def own(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.filter(owner=self.context["request"].user)
+
+
+class LorebookSerializer(OwnedSerializer):
+    children = ("entries",)
+    entries = LoreEntrySerializer(many=True, required=False)
+
+    class Meta:
+        model = Lorebook
+        exclude = ["owner"]
+
+
+class CharacterSerializer(OwnedSerializer):
+    children = ("clues",)
+    clues = ClueSerializer(many=True, required=False)
+
+    class Meta:
+        model = Character
+        exclude = ["owner", "portrait"]
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["lorebook"].queryset = self.own(Lorebook.objects.all())
+        return fields
+
+
+class WorldSerializer(OwnedSerializer):
+    tags = serializers.ListField(child=serializers.CharField(max_length=40), required=False, write_only=True)
+    latest_version = serializers.SerializerMethodField()
+
+    class Meta:
+        model = World
+        exclude = ["owner", "cover_image"]
+        read_only_fields = ["slug", "remixed_from", "created_at", "updated_at"]
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["characters"].child_relation.queryset = self.own(Character.objects.all())
+        fields["lorebooks"].child_relation.queryset = self.own(Lorebook.objects.all())
+        return fields
+
+    def get_latest_version(self, world: World) -> int | None:
+        latest = world.versions.order_by("-number").first()
+        return latest.number if latest else None
+
+    def to_representation(self, world: World) -> dict[str, Any]:
+        data = super().to_representation(world)
+        data["tags"] = sorted(world.tags.values_list("name", flat=True))
+        return data
+
+    def create(self, validated_data: dict[str, Any]) -> World:
+        characters, lorebooks = validated_data.pop("characters", []), validated_data.pop("lorebooks", [])
+        world = services.world_create(owner=self.context["request"].user, **validated_data)
+        world.characters.set(characters)
+        world.lorebooks.set(lorebooks)
+        return world
+
+    def update(self, world: World, validated_data: dict[str, Any]) -> World:
+        relations = {name: validated_data.pop(name) for name in ("characters", "lorebooks") if name in validated_data}
+        services.world_update(world=world, **validated_data)
+        for name, related in relations.items():
+            getattr(world, name).set(related)
+        return world
+
+
+class WorldPartSerializer(OwnedSerializer):
+    """Hooks and stories belong to one of the caller's worlds."""
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["world"].queryset = self.own(World.objects.all())
+        return fields
+
+
+class HookSerializer(WorldPartSerializer):
+    children = ("branches",)
+    branches = HookBranchSerializer(many=True, required=False)
+
+    class Meta:
+        model = Hook
+        fields = "__all__"
+
+
+class StorySerializer(WorldPartSerializer):
+    children = ("beats",)
+    beats = BeatSerializer(many=True, required=False)
+
+    class Meta:
+        model = Story
+        fields = "__all__"
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["characters"].child_relation.queryset = self.own(Character.objects.all())
+        return fields
+
+
+class VersionSerializer(serializers.ModelSerializer):
+    world = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    creator = serializers.CharField(source="world.owner.username", read_only=True)
+
+    class Meta:
+        model = WorldVersion
+        fields = ["id", "world", "creator", "number", "published_at", "document"]
+
+
+class OwnedViewSet(viewsets.ModelViewSet):
+    """CRUD over the caller's own rows; everyone else's are invisible (404)."""
+
+    permission_classes = [CanCreate]
+    owner_path = "owner"
+
+    def get_queryset(self) -> QuerySet[Any]:
+        model = self.get_serializer_class().Meta.model
+        return model.objects.filter(**{self.owner_path: self.request.user})
+
+
+class LorebookViewSet(OwnedViewSet):
+    serializer_class = LorebookSerializer
+
+
+class CharacterViewSet(OwnedViewSet):
+    serializer_class = CharacterSerializer
+
+
+class HookViewSet(OwnedViewSet):
+    serializer_class = HookSerializer
+    owner_path = "world__owner"
+
+
+class StoryViewSet(OwnedViewSet):
+    serializer_class = StorySerializer
+    owner_path = "world__owner"
+
+
+class WorldViewSet(OwnedViewSet):
+    serializer_class = WorldSerializer
+
+    @extend_schema(request=None, responses=VersionSerializer)
+    @action(detail=True, methods=["post"])
+    def publish(self, request: Request, pk: str) -> Response:
+        """Freeze the working copy as the world's next published version."""
+        version = services.world_publish(world=self.get_object(), by=request.user)
+        return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+
+
+class VersionViewSet(viewsets.ReadOnlyModelViewSet):
+    """Published versions: readable by anyone, changed by no one."""
+
+    serializer_class = VersionSerializer
+    queryset = WorldVersion.objects.select_related("world__owner")
+    permission_classes = [permissions.AllowAny]
+
+
+class VersionRemixApi(APIView):
+    """Fork a published version into a new working copy of the caller's, crediting the original."""
+
+    permission_classes = [CanCreate]
+
+    @extend_schema(request=None, responses=WorldSerializer)
+    def post(self, request: Request, pk: int) -> Response:
+        version = get_object_or_404(WorldVersion, pk=pk)
+        world = services.world_remix(version=version, owner=request.user)
+        return Response(WorldSerializer(world, context={"request": request}).data, status=status.HTTP_201_CREATED)
