@@ -1,4 +1,8 @@
-"""Worldloom's world: spec, explicit state and simulator, events vocabulary, raycaster renderer and palettes."""
+"""Worldloom's world: spec, explicit state and simulator, events vocabulary, raycaster renderer, palettes.
+
+Importing this package does not import torch (the worker imports it at start-up through `inference.engine`);
+the neural model lives in `inference.world.model` and its trainer in `inference.world.train`.
+"""
 
 from inference.world.events import EVENT_KINDS, OBJECT_KINDS, WorldEvent, parse_event
 from inference.world.palette import ReferencePalette, apply_reference_image, palette_from_image

@@ -51,7 +51,7 @@ class TrainConfig:
     learning_rate: float = 2e-3  # AdamW with cosine decay; small models tolerate a high rate
     context_noise: float = 0.2  # largest std of the noise added to context latents (latents lie in -1..1)
     self_forcing_passes: int = 2  # own-output passes per step: how many frames of its own error it learns to fix
-    threads: int = 1  # one core per process is fastest on CPU (oversubscribed threads were 10x slower)
+    threads: int = 1  # one core per process: oversubscribed threads were 10x slower in the probe
     device: str = "auto"
 
 
