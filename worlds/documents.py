@@ -1,4 +1,4 @@
-"""A world and everything it reaches as one plain JSON document, and back.
+"""A world and everything it reaches as one plain JSON document (`worlds.services.world_from_document` reads it back).
 
 The document is what a published version freezes, what a remix starts from, and the `world.json` of a
 cartridge. Entities refer to each other by keys local to the document ("character-0"), never by database ids,
@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models
 
-from stories.models import Beat, Story
-from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, Tag, World, WorldReferenceImage
+from worlds.models import World
 
 DOCUMENT_FORMAT = "worldloom-world"
 DOCUMENT_VERSION = 1
@@ -80,71 +78,3 @@ def world_document(world: World) -> dict[str, Any]:
             for story in world.stories.order_by("id")
         ],
     }
-
-
-@transaction.atomic
-def world_from_document(document: dict[str, Any], *, owner: Any, slug: str) -> World:
-    """Build a new world owned by `owner` from a document; every row is validated, and all or nothing is saved."""
-    if document.get("format") != DOCUMENT_FORMAT or document.get("format_version") != DOCUMENT_VERSION:
-        raise ValidationError(f"not a {DOCUMENT_FORMAT} document of version {DOCUMENT_VERSION}")
-    world_values = dict(document["world"])
-    tag_names = world_values.pop("tags")
-    reference_images = world_values.pop("reference_images")
-    world_lorebooks = world_values.pop("lorebooks")
-
-    lorebooks: dict[str, Lorebook] = {}
-    for book_values in document["lorebooks"]:
-        book_values = dict(book_values)
-        key, entries = book_values.pop("key"), book_values.pop("entries")
-        lorebooks[key] = saved(Lorebook, book_values, f"lorebook {key}", owner=owner)
-        for index, entry in enumerate(entries):
-            saved(LoreEntry, entry, f"lorebook {key} entry {index}", lorebook=lorebooks[key])
-
-    characters: dict[str, Character] = {}
-    for character_values in document["characters"]:
-        character_values = dict(character_values)
-        key, clues, book = character_values.pop("key"), character_values.pop("clues"), character_values.pop("lorebook")
-        characters[key] = saved(
-            Character, character_values, f"character {key}", owner=owner, lorebook=lorebooks[book] if book else None
-        )
-        for clue in clues:
-            saved(Clue, clue, f"character {key} clue {clue.get('name')}", character=characters[key])
-
-    world = saved(World, world_values, "world", owner=owner, slug=slug)
-    world.tags.set([Tag.objects.get_or_create(name=name)[0] for name in tag_names])
-    world.characters.set(characters.values())
-    world.lorebooks.set([lorebooks[key] for key in world_lorebooks])
-    for image in reference_images:
-        WorldReferenceImage.objects.create(world=world, image=image)
-    for hook_values in document["hooks"]:
-        hook_values = dict(hook_values)
-        branches = hook_values.pop("branches")
-        hook = saved(Hook, hook_values, f"hook {hook_values.get('name')}", world=world)
-        for branch in branches:
-            saved(HookBranch, branch, f"hook {hook.name} branch {branch.get('name')}", hook=hook)
-    for story_values in document["stories"]:
-        story_values = dict(story_values)
-        beats, story_characters = story_values.pop("beats"), story_values.pop("characters")
-        story = saved(Story, story_values, f"story {story_values.get('title')}", world=world)
-        story.characters.set([characters[key] for key in story_characters])
-        for beat in beats:
-            saved(Beat, beat, f"story {story.title} beat {beat.get('name')}", story=story)
-    return world
-
-
-def saved(model: type[models.Model], values: dict[str, Any], where: str, **relations: Any) -> Any:
-    """Build, validate and save a `model` row; a ValidationError names where in the document it failed."""
-    allowed = {field.name for field in model._meta.concrete_fields if not field.is_relation} - IDENTITY_FIELDS
-    unknown = sorted(set(values) - allowed)
-    if unknown:
-        raise ValidationError(f"{where}: unknown fields {', '.join(unknown)}")
-    instance = model(**values, **relations)
-    try:
-        instance.full_clean()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{field}: {message}" for field, messages in error.message_dict.items() for message in messages
-        )
-        raise ValidationError(f"{where}: {problems}") from None
-    instance.save()
-    return instance

@@ -9,8 +9,21 @@ from django.db import models, transaction
 from django.utils.text import slugify
 
 from accounts.models import User
-from worlds.documents import world_document, world_from_document
-from worlds.models import Tag, World, WorldVersion
+from stories.models import Beat, Story
+from worlds import validation
+from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, IDENTITY_FIELDS, world_document
+from worlds.models import (
+    Character,
+    Clue,
+    Hook,
+    HookBranch,
+    Lorebook,
+    LoreEntry,
+    Tag,
+    World,
+    WorldReferenceImage,
+    WorldVersion,
+)
 from worlds.selectors import world_problems
 
 
@@ -73,6 +86,7 @@ def world_update(*, world: World, tags: list[str] | None = None, **values: Any) 
 
 
 def world_tags_set(*, world: World, tags: list[str]) -> None:
+    validation.strings_clean("tags", tags)
     names = sorted({slugify(tag)[:40] for tag in tags if slugify(tag)})
     if len(names) > 20:
         raise ValidationError({"tags": "a world has at most 20 tags"})
@@ -99,3 +113,97 @@ def world_remix(*, version: WorldVersion, owner: User) -> World:
     world.remixed_from = version
     world.save(update_fields=["remixed_from"])
     return world
+
+
+@transaction.atomic
+def world_from_document(document: dict[str, Any], *, owner: Any, slug: str) -> World:
+    """Build a new world owned by `owner` from a document; every row is validated, and all or nothing is saved.
+
+    Lists a document leaves out count as empty, and fields it leaves out take their defaults, so documents
+    can be written by hand (the demo content is) and older cartridges keep importing.
+    """
+    if document.get("format") != DOCUMENT_FORMAT or document.get("format_version") != DOCUMENT_VERSION:
+        raise ValidationError(f"not a {DOCUMENT_FORMAT} document of version {DOCUMENT_VERSION}")
+    world_values = dict(rows(document, "world", "document", many=False)[0])
+    tag_names = world_values.pop("tags", [])
+    reference_images = world_values.pop("reference_images", [])
+    world_lorebooks = world_values.pop("lorebooks", [])
+
+    lorebooks: dict[str, Lorebook] = {}
+    for book_values in rows(document, "lorebooks", "document"):
+        key, entries = str(book_values.pop("key", "")), rows(book_values, "entries", "lorebook")
+        book_values.pop("entries", None)
+        lorebooks[key] = saved(Lorebook, book_values, f"lorebook {key}", owner=owner)
+        for index, entry in enumerate(entries):
+            saved(LoreEntry, entry, f"lorebook {key} entry {index}", lorebook=lorebooks[key])
+
+    characters: dict[str, Character] = {}
+    for character_values in rows(document, "characters", "document"):
+        key = str(character_values.pop("key", ""))
+        clues = rows(character_values, "clues", f"character {key}")
+        character_values.pop("clues", None)
+        book = character_values.pop("lorebook", None)
+        characters[key] = saved(
+            Character,
+            character_values,
+            f"character {key}",
+            owner=owner,
+            lorebook=referenced(lorebooks, book, f"character {key}") if book else None,
+        )
+        for clue in clues:
+            saved(Clue, clue, f"character {key} clue {clue.get('name')}", character=characters[key])
+
+    world = saved(World, world_values, "world", owner=owner, slug=slug)
+    world_tags_set(world=world, tags=tag_names)
+    world.characters.set(characters.values())
+    world.lorebooks.set([referenced(lorebooks, key, "world") for key in world_lorebooks])
+    for image in reference_images:
+        WorldReferenceImage.objects.create(world=world, image=image)
+    for hook_values in rows(document, "hooks", "document"):
+        branches = rows(hook_values, "branches", f"hook {hook_values.get('name')}")
+        hook_values.pop("branches", None)
+        hook = saved(Hook, hook_values, f"hook {hook_values.get('name')}", world=world)
+        for branch in branches:
+            saved(HookBranch, branch, f"hook {hook.name} branch {branch.get('name')}", hook=hook)
+    for story_values in rows(document, "stories", "document"):
+        beats = rows(story_values, "beats", f"story {story_values.get('title')}")
+        story_characters = story_values.pop("characters", [])
+        story_values.pop("beats", None)
+        story = saved(Story, story_values, f"story {story_values.get('title')}", world=world)
+        story.characters.set([referenced(characters, key, f"story {story.title}") for key in story_characters])
+        for beat in beats:
+            saved(Beat, beat, f"story {story.title} beat {beat.get('name')}", story=story)
+    return world
+
+
+def rows(container: dict[str, Any], name: str, where: str, *, many: bool = True) -> list[dict[str, Any]]:
+    """Copies of the objects under `name` (a list of them, or with many=False one); absent means none."""
+    value = container.get(name, [] if many else None)
+    found = value if many else [value]
+    if not isinstance(found, list) or not all(isinstance(item, dict) for item in found):
+        raise ValidationError(f"{where}: '{name}' must be {'a list of objects' if many else 'an object'}")
+    return [dict(item) for item in found]
+
+
+def referenced(known: dict[str, Any], key: Any, where: str) -> Any:
+    if key not in known:
+        raise ValidationError(f"{where}: refers to {key!r}, which the document does not define")
+    return known[key]
+
+
+def saved(model: type[models.Model], values: dict[str, Any], where: str, **relations: Any) -> Any:
+    """Build, validate and save a `model` row; a ValidationError names where in the document it failed."""
+    allowed = {field.name for field in model._meta.concrete_fields if not field.is_relation} - IDENTITY_FIELDS
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise ValidationError(f"{where}: unknown fields {', '.join(unknown)}")
+    instance = model(**values, **relations)
+    try:
+        instance.full_clean()
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{field}: {message}" for field, messages in error.message_dict.items() for message in messages
+        )
+        raise ValidationError(f"{where}: {problems}") from None
+    instance.save()
+    return instance

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.demo import DEMO_PASSWORD, demo_people_ensure
+from accounts.models import User
+from worlds.demo import demo_worlds_ensure
 
 
 class Command(BaseCommand):
@@ -24,6 +26,9 @@ class Command(BaseCommand):
         if not settings.EMBEDDED and not allow_production:
             raise CommandError("refusing to create accounts with a public password outside the embedded mode")
         people = demo_people_ensure()
+        creator = User.objects.get(username=next(person.username for person in people if person.role == "creator"))
+        worlds = demo_worlds_ensure(creator=creator)
+        self.stdout.write(f"Demo worlds: {', '.join(f'{world.title} ({world.category})' for world in worlds)}")
         self.stdout.write(f"Demo log-ins (password for all: {DEMO_PASSWORD}):")
         for person in people:
             self.stdout.write(f"  {person.role:<10} {person.username}")
