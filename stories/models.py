@@ -14,7 +14,7 @@ class Story(models.Model):
     world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="stories")
     title = models.CharField(max_length=120)
     opening_scene = models.TextField(blank=True, max_length=10000)
-    start_beat = models.SlugField(max_length=100)
+    start_beat = models.CharField(max_length=200)
     characters = models.ManyToManyField(Character, blank=True, related_name="stories")
     # Twine's StoryData (ifid, format, …) kept so that an exported Twee file matches the one imported.
     twine_data = models.JSONField(default=dict, blank=True)
@@ -29,16 +29,19 @@ class Story(models.Model):
 class Beat(models.Model):
     """A step of a story. Its authored choices are the fallback when generated ones are unusable.
 
-    `choices` is a list of {"text": …, "to": beat name}; a beat without choices is an ending.
+    `choices` is a list of {"text": …, "to": beat name}; a beat without choices is an ending. A scene imported
+    from Twine keeps its `[[links]]` in the text as the author wrote them.
     """
 
     story = models.ForeignKey(Story, on_delete=models.CASCADE, related_name="beats")
-    name = models.SlugField(max_length=100)
+    # Any text, so that Twine passage names ("The Docks") survive an import and export unchanged.
+    name = models.CharField(max_length=200)
     scene = models.TextField(blank=True, max_length=10000)
     goal = models.TextField(blank=True, max_length=2000)
     choice_guidance = models.TextField(blank=True, max_length=2000)
     choices = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    twine_metadata = models.JSONField(default=dict, blank=True)  # a passage's position and size in Twine
     order = models.PositiveIntegerField(default=0)
 
     class Meta:

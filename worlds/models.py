@@ -63,25 +63,30 @@ class SelectiveLogic(models.TextChoices):
 
 
 class LoreEntry(models.Model):
-    """One World Info entry."""
+    """One World Info entry. Nullable flags mean "the application's default", as in the card formats."""
 
     lorebook = models.ForeignKey(Lorebook, on_delete=models.CASCADE, related_name="entries")
-    name = models.CharField(max_length=200, blank=True)  # the card format's `comment`
+    name = models.CharField(max_length=200, blank=True)
+    comment = models.CharField(max_length=500, blank=True)  # the author's label; never prompt text
     keys = models.JSONField(default=list, blank=True)  # required unless constant, see clean()
     secondary_keys = models.JSONField(default=list, blank=True)
     selective = models.BooleanField(default=False)
     selective_logic = models.CharField(max_length=8, choices=SelectiveLogic.choices, default=SelectiveLogic.AND_ANY)
     content = models.TextField(max_length=20000)
     insertion_order = models.IntegerField(default=100)
-    priority = models.IntegerField(default=10)
+    priority = models.IntegerField(null=True, blank=True)
     constant = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
-    case_sensitive = models.BooleanField(default=False)
+    case_sensitive = models.BooleanField(null=True, blank=True)
+    match_whole_words = models.BooleanField(null=True, blank=True)
     position = models.CharField(max_length=20, default="before_char")
     probability = models.PositiveSmallIntegerField(default=100)
+    use_probability = models.BooleanField(default=True)
     prevent_recursion = models.BooleanField(default=False)
     exclude_recursion = models.BooleanField(default=False)
     extensions = models.JSONField(default=dict, blank=True)
+    # Fields of imported files we keep only to write them back (an entry id, use_regex, unknown keys).
+    format_extra = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["insertion_order", "id"]
