@@ -17,5 +17,7 @@ router.register("versions", apis.VersionViewSet, basename="version")
 
 urlpatterns = [
     path("versions/<int:pk>/remix/", apis.VersionRemixApi.as_view(), name="version-remix"),
+    path("imports/", apis.ContentImportApi.as_view(), name="content-import"),
+    path("exports/<slug:kind>/<int:pk>/", apis.ContentExportApi.as_view(), name="content-export"),
     *router.urls,
 ]

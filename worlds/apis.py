@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from django.db.models import Model, QuerySet
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,7 +23,12 @@ from rest_framework.views import APIView
 from accounts.roles import CREATE
 from stories.models import Beat, Story
 from worlds import services
+from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
+from worlds.imports import content_import
 from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World, WorldVersion
+
+# Cartridges carry images; cards and stories are far smaller (each format checks its own limit too).
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 class CanCreate(permissions.BasePermission):
@@ -246,3 +253,54 @@ class VersionRemixApi(APIView):
         version = get_object_or_404(WorldVersion, pk=pk)
         world = services.world_remix(version=version, owner=request.user)
         return Response(WorldSerializer(world, context={"request": request}).data, status=status.HTTP_201_CREATED)
+
+
+class ContentImportApi(APIView):
+    """Upload a card (PNG or JSON), a lorebook (World Info or lorebook_v3), a Twee 3 story or a cartridge."""
+
+    permission_classes = [CanCreate]
+    parser_classes = [MultiPartParser]
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField()
+        world = serializers.IntegerField(required=False, help_text="attach to this world of yours")
+
+    @extend_schema(request={"multipart/form-data": InputSerializer}, responses={201: dict})
+    def post(self, request: Request) -> Response:
+        given = self.InputSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        upload = given.validated_data["file"]
+        if upload.size > MAX_IMPORT_BYTES:
+            raise serializers.ValidationError({"file": f"the file is over {MAX_IMPORT_BYTES // 1048576} MiB"})
+        world = None
+        if "world" in given.validated_data:
+            world = get_object_or_404(World, pk=given.validated_data["world"], owner=request.user)
+        created = content_import(data=upload.read(), owner=request.user, world=world)
+        return Response({"created": created}, status=status.HTTP_201_CREATED)
+
+
+class ContentExportApi(APIView):
+    """Download one of your characters, lorebooks, stories or worlds in a format other tools read."""
+
+    permission_classes = [CanCreate]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, description="card-png, card-json, lorebook, world-info, twee, cartridge")
+        ],
+        responses={(200, "application/octet-stream"): bytes},
+    )
+    def get(self, request: Request, kind: str, pk: int) -> HttpResponse:
+        if kind not in EXPORT_MODELS:
+            raise Http404
+        owner_path = "world__owner" if kind == "story" else "owner"
+        content = get_object_or_404(EXPORT_MODELS[kind], pk=pk, **{owner_path: request.user})
+        try:
+            export = content_export(
+                kind=kind, content=content, export_format=request.query_params.get("format", EXPORT_FORMATS[kind][0])
+            )
+        except ValueError as error:
+            raise serializers.ValidationError({"format": str(error)}) from None
+        response = HttpResponse(export.data, content_type=export.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
+        return response
