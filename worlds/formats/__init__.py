@@ -3,10 +3,38 @@
 Each format reads into frozen dataclasses, writes from the same dataclasses, and raises `FormatError` naming
 the field or passage on bad input. Every reader refuses oversized input first (see `limits`).
 Text stays text: escaping for HTML is the template's job.
+
+- `lorebooks`: a card's `character_book`, the CCv3 `lorebook_v3` file and SillyTavern World Info.
+- `lore_activation`: which lore entries the latest messages activate, as SillyTavern decides.
 """
 
 from __future__ import annotations
 
 from worlds.formats.errors import FormatError
+from worlds.formats.lore_activation import active_entries, estimate_tokens
+from worlds.formats.lorebooks import (
+    Lorebook,
+    LoreEntry,
+    detect_lorebook,
+    lorebook_from_character_book,
+    lorebook_from_v3,
+    lorebook_from_world_info,
+    lorebook_to_character_book,
+    lorebook_to_v3,
+    lorebook_to_world_info,
+)
 
-__all__ = ["FormatError"]
+__all__ = [
+    "FormatError",
+    "LoreEntry",
+    "Lorebook",
+    "active_entries",
+    "detect_lorebook",
+    "estimate_tokens",
+    "lorebook_from_character_book",
+    "lorebook_from_v3",
+    "lorebook_from_world_info",
+    "lorebook_to_character_book",
+    "lorebook_to_v3",
+    "lorebook_to_world_info",
+]
