@@ -4,12 +4,21 @@ Each format reads into frozen dataclasses, writes from the same dataclasses, and
 the field or passage on bad input. Every reader refuses oversized input first (see `limits`).
 Text stays text: escaping for HTML is the template's job.
 
+- `cards`: Character Card V2 and V3 (and V1, upgraded), as JSON and in PNG `chara` / `ccv3` chunks.
 - `lorebooks`: a card's `character_book`, the CCv3 `lorebook_v3` file and SillyTavern World Info.
 - `lore_activation`: which lore entries the latest messages activate, as SillyTavern decides.
 """
 
 from __future__ import annotations
 
+from worlds.formats.cards import (
+    CardAsset,
+    CharacterCard,
+    card_from_json,
+    card_from_png,
+    card_to_json,
+    card_to_png,
+)
 from worlds.formats.errors import FormatError
 from worlds.formats.lore_activation import active_entries, estimate_tokens
 from worlds.formats.lorebooks import (
@@ -25,10 +34,16 @@ from worlds.formats.lorebooks import (
 )
 
 __all__ = [
+    "CardAsset",
+    "CharacterCard",
     "FormatError",
     "LoreEntry",
     "Lorebook",
     "active_entries",
+    "card_from_json",
+    "card_from_png",
+    "card_to_json",
+    "card_to_png",
     "detect_lorebook",
     "estimate_tokens",
     "lorebook_from_character_book",
