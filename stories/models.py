@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from worlds import validation
-from worlds.models import Character, World
+from worlds.models import Character, World, bounded_text
 
 
 class Story(models.Model):
@@ -13,7 +13,7 @@ class Story(models.Model):
 
     world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="stories")
     title = models.CharField(max_length=120)
-    opening_scene = models.TextField(blank=True, max_length=10000)
+    opening_scene = bounded_text(blank=True, max_length=10000)
     start_beat = models.CharField(max_length=200)
     characters = models.ManyToManyField(Character, blank=True, related_name="stories")
     # Twine's StoryData (ifid, format, …) kept so that an exported Twee file matches the one imported.
@@ -36,9 +36,9 @@ class Beat(models.Model):
     story = models.ForeignKey(Story, on_delete=models.CASCADE, related_name="beats")
     # Any text, so that Twine passage names ("The Docks") survive an import and export unchanged.
     name = models.CharField(max_length=200)
-    scene = models.TextField(blank=True, max_length=10000)
-    goal = models.TextField(blank=True, max_length=2000)
-    choice_guidance = models.TextField(blank=True, max_length=2000)
+    scene = bounded_text(blank=True, max_length=10000)
+    goal = bounded_text(blank=True, max_length=2000)
+    choice_guidance = bounded_text(blank=True, max_length=2000)
     choices = models.JSONField(default=list, blank=True)
     tags = models.JSONField(default=list, blank=True)
     twine_metadata = models.JSONField(default=dict, blank=True)  # a passage's position and size in Twine

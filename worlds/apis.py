@@ -286,7 +286,9 @@ class ContentExportApi(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("format", str, description="card-png, card-json, lorebook, world-info, twee, cartridge")
+            OpenApiParameter(
+                "file_format", str, description=", ".join(sorted({f for fs in EXPORT_FORMATS.values() for f in fs}))
+            )
         ],
         responses={(200, "application/octet-stream"): bytes},
     )
@@ -295,12 +297,11 @@ class ContentExportApi(APIView):
             raise Http404
         owner_path = "world__owner" if kind == "story" else "owner"
         content = get_object_or_404(EXPORT_MODELS[kind], pk=pk, **{owner_path: request.user})
+        export_format = request.query_params.get("file_format", EXPORT_FORMATS[kind][0])
         try:
-            export = content_export(
-                kind=kind, content=content, export_format=request.query_params.get("format", EXPORT_FORMATS[kind][0])
-            )
+            export = content_export(kind=kind, content=content, export_format=export_format)
         except ValueError as error:
-            raise serializers.ValidationError({"format": str(error)}) from None
+            raise serializers.ValidationError({"file_format": str(error)}) from None
         response = HttpResponse(export.data, content_type=export.content_type)
         response["Content-Disposition"] = f'attachment; filename="{export.filename}"'
         return response

@@ -98,7 +98,8 @@ def lorebook_record(book: Lorebook) -> formats.Lorebook:
         recursive_scanning=book.recursive_scanning,
         extensions=extensions,
         unknown=unknown,
-        entries=tuple(lore_entry_record(entry) for entry in book.entries.all()),
+        # Creation order is the order of the file the book came from; insertion_order is about prompts.
+        entries=tuple(lore_entry_record(entry) for entry in book.entries.order_by("id")),
     )
 
 

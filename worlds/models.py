@@ -9,13 +9,21 @@ from a version's document.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator
 from django.db import models
 
 from common.images import image_validator
 from gallery.categories import Category
 from worlds import validation
+
+
+def bounded_text(*, max_length: int, **options: Any) -> models.TextField:
+    """A TextField whose max_length is checked by model validation (Django only passes it to form widgets)."""
+    return models.TextField(max_length=max_length, validators=[MaxLengthValidator(max_length)], **options)
 
 
 class ContentRating(models.TextChoices):
@@ -41,7 +49,7 @@ class Lorebook(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="lorebooks")
     name = models.CharField(max_length=200)
-    description = models.TextField(blank=True, max_length=5000)
+    description = bounded_text(blank=True, max_length=5000)
     scan_depth = models.PositiveSmallIntegerField(default=4)  # how many recent messages are searched for keys
     token_budget = models.PositiveIntegerField(default=1024)
     recursive_scanning = models.BooleanField(default=False)
@@ -72,7 +80,7 @@ class LoreEntry(models.Model):
     secondary_keys = models.JSONField(default=list, blank=True)
     selective = models.BooleanField(default=False)
     selective_logic = models.CharField(max_length=8, choices=SelectiveLogic.choices, default=SelectiveLogic.AND_ANY)
-    content = models.TextField(max_length=20000)
+    content = bounded_text(max_length=20000)
     insertion_order = models.IntegerField(default=100)
     priority = models.IntegerField(null=True, blank=True)
     constant = models.BooleanField(default=False)
@@ -113,20 +121,20 @@ class Character(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="characters")
     name = models.CharField(max_length=100)
-    persona = models.TextField(max_length=20000)  # the card format's `description`
-    personality = models.TextField(blank=True, max_length=5000)
-    appearance = models.TextField(blank=True, max_length=5000)
-    speaking_style = models.TextField(blank=True, max_length=5000)
-    scenario = models.TextField(blank=True, max_length=10000)
-    greeting = models.TextField(max_length=10000)
+    persona = bounded_text(max_length=20000)  # the card format's `description`
+    personality = bounded_text(blank=True, max_length=5000)
+    appearance = bounded_text(blank=True, max_length=5000)
+    speaking_style = bounded_text(blank=True, max_length=5000)
+    scenario = bounded_text(blank=True, max_length=10000)
+    greeting = bounded_text(max_length=10000)
     alternate_greetings = models.JSONField(default=list, blank=True)
-    example_dialogue = models.TextField(blank=True, max_length=20000)
-    goals = models.TextField(blank=True, max_length=5000)
-    secrets = models.TextField(blank=True, max_length=5000)
-    system_prompt = models.TextField(blank=True, max_length=10000)
-    post_history_instructions = models.TextField(blank=True, max_length=10000)
+    example_dialogue = bounded_text(blank=True, max_length=20000)
+    goals = bounded_text(blank=True, max_length=5000)
+    secrets = bounded_text(blank=True, max_length=5000)
+    system_prompt = bounded_text(blank=True, max_length=10000)
+    post_history_instructions = bounded_text(blank=True, max_length=10000)
     # Notes to people reading the card; never part of a prompt.
-    creator_notes = models.TextField(blank=True, max_length=20000)
+    creator_notes = bounded_text(blank=True, max_length=20000)
     tags = models.JSONField(default=list, blank=True)
     lorebook = models.ForeignKey(Lorebook, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     portrait = models.ImageField(upload_to="portraits/", blank=True, validators=[image_validator])
@@ -159,7 +167,7 @@ class Clue(models.Model):
 
     character = models.ForeignKey(Character, on_delete=models.CASCADE, related_name="clues")
     name = models.SlugField(max_length=60)
-    text = models.TextField(max_length=5000)
+    text = bounded_text(max_length=5000)
     condition = models.CharField(max_length=8, choices=ClueCondition.choices)
     condition_value = models.CharField(max_length=200)  # the beat's name, the flag's name, or the keyword
 
@@ -177,16 +185,16 @@ class World(models.Model):
     title = models.CharField(max_length=120)
     slug = models.SlugField(max_length=140, unique=True)
     logline = models.CharField(max_length=200)
-    description = models.TextField(blank=True, max_length=10000)
+    description = bounded_text(blank=True, max_length=10000)
     category = models.CharField(max_length=12, choices=Category.choices, default=Category.GAMES)
     tags = models.ManyToManyField(Tag, blank=True, related_name="worlds")
     content_rating = models.CharField(max_length=8, choices=ContentRating.choices, default=ContentRating.EVERYONE)
     cover_image = models.ImageField(upload_to="covers/", blank=True, validators=[image_validator])
-    visual_style = models.TextField(blank=True, max_length=2000)
+    visual_style = bounded_text(blank=True, max_length=2000)
     engine = models.CharField(max_length=60, default="raycaster")
     engine_parameters = models.JSONField(default=dict, blank=True)
-    opening_scene = models.TextField(blank=True, max_length=10000)
-    world_rules = models.TextField(blank=True, max_length=10000)
+    opening_scene = bounded_text(blank=True, max_length=10000)
+    world_rules = bounded_text(blank=True, max_length=10000)
     characters = models.ManyToManyField(Character, blank=True, related_name="worlds")
     lorebooks = models.ManyToManyField(Lorebook, blank=True, related_name="worlds")
     remixed_from = models.ForeignKey(
@@ -230,9 +238,9 @@ class Hook(models.Model):
     # area: {"x", "y", "radius"} in cells; keywords: {"keywords": [...]}; intent: {"intent": "..."};
     # beat: {"beat": "name"}; flag: {"flag": "name"}. Checked by worlds.validation.
     trigger_value = models.JSONField(default=dict)
-    presentation = models.TextField(max_length=5000)  # what the world shows or says when the hook fires
+    presentation = bounded_text(max_length=5000)  # what the world shows or says when the hook fires
     fallback_enabled = models.BooleanField(default=True)
-    fallback_guidance = models.TextField(blank=True, max_length=2000)
+    fallback_guidance = bounded_text(blank=True, max_length=2000)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["world", "name"], name="hook_name_unique_per_world")]
