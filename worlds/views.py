@@ -1,15 +1,260 @@
-"""Studio pages, for creators."""
+"""Studio pages, for creators: authoring worlds, characters, lorebooks, hooks and stories, and publishing them.
+
+Every page shows only the signed-in creator's own working copies; anyone else's answers 404, so a page never
+confirms that someone else's draft exists. Published versions are public and can be remixed by others.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import OuterRef, Subquery
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
+from accounts.models import User
 from accounts.roles import CREATE
+from inference.engine import preview_jpeg
+from stories.forms import BeatFormSet, StoryForm
+from stories.models import Story
+from worlds.forms import (
+    TRIGGER_INPUTS,
+    CharacterForm,
+    ClueFormSet,
+    HookBranchFormSet,
+    HookForm,
+    HookPlaytestForm,
+    LorebookForm,
+    LoreEntryFormSet,
+    StudioForm,
+    StudioInlineFormSet,
+    WorldForm,
+    content_with_children_save,
+    errors_summarised,
+    playtest_by_authored_examples,
+    service_errors_add,
+)
+from worlds.models import Character, Hook, Lorebook, World, WorldVersion
+from worlds.selectors import world_problems, worlds_owned
+from worlds.services import world_publish, world_remix
+
+# A world spec is a few hundred characters; anything far longer is not one.
+PREVIEW_PARAMETERS_MAX_LENGTH = 10_000
+
+PAGE_NAMES: dict[type[models.Model], str] = {
+    World: "worlds:world",
+    Character: "worlds:character",
+    Lorebook: "worlds:lorebook",
+    Hook: "worlds:hook",
+    Story: "worlds:story",
+}
 
 
-@login_required
-@permission_required(CREATE, raise_exception=True)
+def creator_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    return login_required(permission_required(CREATE, raise_exception=True)(view))
+
+
+def owned(model: type[models.Model], pk: int, user: User, owner_path: str = "owner") -> Any:
+    """The row if `user` owns it (through `owner_path`), else 404."""
+    return get_object_or_404(model, pk=pk, **{owner_path: user})
+
+
+def versions_remixable(*, user: User) -> list[WorldVersion]:
+    """The latest published version of each world someone else made, newest first."""
+    latest = WorldVersion.objects.filter(world=OuterRef("world")).order_by("-number").values("number")[:1]
+    versions = WorldVersion.objects.filter(number=Subquery(latest)).exclude(world__owner=user)
+    return list(versions.select_related("world__owner").order_by("-published_at")[:20])
+
+
+@creator_required
 def studio(request: HttpRequest) -> HttpResponse:
-    return render(request, "worlds/studio.html")
+    return render(
+        request,
+        "worlds/studio.html",
+        {
+            "worlds": worlds_owned(owner=request.user),
+            "characters": Character.objects.filter(owner=request.user).order_by("name"),
+            "lorebooks": Lorebook.objects.filter(owner=request.user).order_by("name"),
+            "remixable": versions_remixable(user=request.user),
+        },
+    )
+
+
+def edit_page(
+    request: HttpRequest,
+    instance: models.Model,
+    form_class: type[StudioForm],
+    template: str,
+    *,
+    formset_class: type[StudioInlineFormSet] | None = None,
+    form_options: dict[str, Any] | None = None,
+    context: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """Create or edit `instance` and its rows; a valid POST saves everything at once and shows its page.
+
+    An invalid POST shows the page again with the creator's input kept and every error listed at the top.
+    """
+    data = (request.POST, request.FILES) if request.method == "POST" else ()
+    is_new = instance.pk is None
+    kind = instance._meta.verbose_name
+    # Taken before validation, which writes the posted (maybe blank) values onto the instance.
+    heading = f"New {kind}" if is_new else str(instance)
+    form = form_class(*data, instance=instance, **(form_options or {}))
+    formsets = [formset_class(*data, instance=instance)] if formset_class else []
+    if data and all([form.is_valid(), *[formset.is_valid() for formset in formsets]]):
+        try:
+            saved = content_with_children_save(form, formsets, owner=request.user)
+        except ValidationError as error:
+            service_errors_add(form, error)
+            if is_new:
+                instance.pk = None  # the row saved before the error was rolled back
+        else:
+            messages.success(request, f"Saved “{saved}”.")
+            return redirect(reverse(PAGE_NAMES[type(saved)], args=[saved.pk]))
+    return render(
+        request,
+        template,
+        {
+            "form": form,
+            "formsets": formsets,
+            "content": instance,
+            "is_new": is_new,
+            "kind": kind,
+            "heading": heading,
+            "errors": errors_summarised(form, formsets),
+            **(context or {}),
+        },
+    )
+
+
+@creator_required
+def world_edit(request: HttpRequest, world_id: int | None = None) -> HttpResponse:
+    world = owned(World, world_id, request.user) if world_id else World(owner=request.user)
+    context = {}
+    if world_id:
+        context = {
+            "hooks": world.hooks.order_by("name"),
+            "stories": world.stories.order_by("title"),
+            "problems": world_problems(world=world),
+            "versions": world.versions.all(),
+        }
+    return edit_page(
+        request, world, WorldForm, "worlds/world.html", form_options={"owner": request.user}, context=context
+    )
+
+
+@creator_required
+def character_edit(request: HttpRequest, character_id: int | None = None) -> HttpResponse:
+    character = owned(Character, character_id, request.user) if character_id else Character(owner=request.user)
+    return edit_page(
+        request,
+        character,
+        CharacterForm,
+        "worlds/character.html",
+        formset_class=ClueFormSet,
+        form_options={"owner": request.user},
+    )
+
+
+@creator_required
+def lorebook_edit(request: HttpRequest, lorebook_id: int | None = None) -> HttpResponse:
+    lorebook = owned(Lorebook, lorebook_id, request.user) if lorebook_id else Lorebook(owner=request.user)
+    return edit_page(request, lorebook, LorebookForm, "worlds/lorebook.html", formset_class=LoreEntryFormSet)
+
+
+@creator_required
+def hook_edit(request: HttpRequest, hook_id: int | None = None, world_id: int | None = None) -> HttpResponse:
+    if hook_id:
+        hook = owned(Hook, hook_id, request.user, "world__owner")
+    else:
+        hook = Hook(world=owned(World, world_id, request.user))
+    context: dict[str, Any] = {"trigger_inputs": TRIGGER_INPUTS}
+    if hook_id:
+        playtest = HookPlaytestForm(request.GET if "inputs" in request.GET else None)
+        context["playtest"] = playtest
+        if playtest.is_valid():
+            context["playtest_results"] = playtest_by_authored_examples(hook, playtest.cleaned_data["inputs"])
+    return edit_page(request, hook, HookForm, "worlds/hook.html", formset_class=HookBranchFormSet, context=context)
+
+
+@creator_required
+def story_edit(request: HttpRequest, story_id: int | None = None, world_id: int | None = None) -> HttpResponse:
+    if story_id:
+        story = owned(Story, story_id, request.user, "world__owner")
+    else:
+        story = Story(world=owned(World, world_id, request.user))
+    return edit_page(request, story, StoryForm, "stories/story.html", formset_class=BeatFormSet)
+
+
+def preview_parameters(text: str | None) -> dict[str, Any]:
+    """World spec keys to try in a preview, from the `params` query; ValueError says what is wrong."""
+    if not text:
+        return {}
+    if len(text) > PREVIEW_PARAMETERS_MAX_LENGTH:
+        raise ValueError(f"params is longer than {PREVIEW_PARAMETERS_MAX_LENGTH} characters")
+    try:
+        parameters = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError("params must be JSON") from None
+    if not isinstance(parameters, dict):
+        raise ValueError("params must be a JSON object of world spec keys")
+    return parameters
+
+
+@creator_required
+@require_GET
+def world_preview(request: HttpRequest, world_id: int) -> HttpResponse:
+    """The world's first frame; `params` overrides saved engine parameters, so the edit page previews input."""
+    world = owned(World, world_id, request.user)
+    try:
+        image = preview_jpeg(world.engine_parameters | preview_parameters(request.GET.get("params")))
+    except ValueError as error:
+        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
+    return HttpResponse(image, content_type="image/jpeg", headers={"Cache-Control": "private, no-cache"})
+
+
+@creator_required
+@require_POST
+def publish(request: HttpRequest, world_id: int) -> HttpResponse:
+    world = owned(World, world_id, request.user)
+    try:
+        version = world_publish(world=world, by=request.user)
+    except ValidationError as error:
+        for message in error.messages:
+            messages.error(request, f"Not published: {message}")
+    else:
+        messages.success(request, f"Published version {version.number} of “{world.title}”.")
+    return redirect("worlds:world", world.pk)
+
+
+@creator_required
+def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
+    version = get_object_or_404(WorldVersion.objects.select_related("world__owner"), pk=version_id)
+    return render(
+        request,
+        "worlds/version.html",
+        {"version": version, "document": version.document, "can_remix": version.world.owner_id != request.user.pk},
+    )
+
+
+@creator_required
+@require_POST
+def remix(request: HttpRequest, version_id: int) -> HttpResponse:
+    # Creators remix other people's worlds; their own they simply edit.
+    version = get_object_or_404(WorldVersion.objects.exclude(world__owner=request.user), pk=version_id)
+    try:
+        world = world_remix(version=version, owner=request.user)
+    except ValidationError as error:
+        for message in error.messages:
+            messages.error(request, f"Not remixed: {message}")
+        return redirect("worlds:version", version.pk)
+    messages.success(request, f"Remixed “{world.title}”: this copy is yours to edit.")
+    return redirect("worlds:world", world.pk)

@@ -1,0 +1,53 @@
+"""The studio's story forms: a story of a world, and its beats edited with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from accounts.models import User
+from stories.models import Beat, Story
+from worlds.forms import ChoicesField, StudioForm, children_formset
+from worlds.services import content_save
+
+
+class StoryForm(StudioForm):
+    fieldsets = (("Story", ("title", "opening_scene", "start_beat", "characters"), None),)
+
+    class Meta:
+        model = Story
+        fields = ["title", "opening_scene", "start_beat", "characters"]
+        help_texts = {
+            "start_beat": "The name of the beat the story opens on.",
+            "characters": "Characters of this world who appear in the story.",
+        }
+        widgets = {"characters": forms.CheckboxSelectMultiple}
+
+    def __init__(self, *arguments: Any, **options: Any) -> None:
+        super().__init__(*arguments, **options)
+        # A story can only use the world's characters: a published version holds no others.
+        self.fields["characters"].queryset = self.instance.world.characters.order_by("name")
+
+    def save_through_services(self, *, owner: User) -> Story:
+        story = content_save(self.instance, {})
+        story.characters.set(self.cleaned_data["characters"])
+        return story
+
+
+class BeatForm(StudioForm):
+    choices = ChoicesField()
+
+    fieldsets = (("Beat", ("name", "scene", "goal", "choice_guidance", "choices"), None),)
+
+    class Meta:
+        model = Beat
+        fields = ["name", "scene", "goal", "choice_guidance", "choices"]
+        help_texts = {
+            "name": "A short name without spaces, e.g. lamp-room; choices lead to beats by name.",
+            "choice_guidance": "What the two generated choices should offer here.",
+        }
+        widgets = {name: forms.Textarea(attrs={"rows": 2}) for name in ("scene", "goal", "choice_guidance")}
+
+
+BeatFormSet = children_formset(Story, BeatForm)
