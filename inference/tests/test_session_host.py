@@ -1,0 +1,120 @@
+"""The session host: batched stepping, exact replay after a failover, exactly-once inputs, prompts, stories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inference.engine import RaycastEngine
+from inference.play.host import SessionHost
+from inference.play.prompts import events_from_prompt
+from inference.world.state import from_snapshot
+
+SPEC = {"seed": 11, "size": 12}
+STORY = {
+    "title": "Two doors",
+    "start_beat": "hall",
+    "beats": [
+        {"name": "hall", "scene": "A hall with two doors.", "choices": [{"text": "Left", "to": "left"},
+                                                                        {"text": "Right", "to": "right"}]},
+        {"name": "left", "scene": "Treasure.", "choices": []},
+        {"name": "right", "scene": "A wall.", "choices": []},
+    ],
+}  # fmt: skip
+
+
+def host() -> SessionHost:
+    return SessionHost({"raycaster": RaycastEngine(width=32, height=32)})
+
+
+def open_message(session: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "session.open", "session": session, "engine": "raycaster", "spec": SPEC} | extra
+
+
+def world_state(session_host: SessionHost, session: str) -> Any:
+    hosted = session_host.sessions[session]
+    return from_snapshot(hosted.engine.snapshot(hosted.engine_session))
+
+
+def test_all_sessions_step_as_one_batch_and_frames_number_by_tick() -> None:
+    session_host = host()
+    for name in ("a", "b", "c"):
+        session_host.open(open_message(name))
+    frames, _ = session_host.tick()
+    frames, _ = session_host.tick()
+    assert sorted(frame.session for frame in frames) == ["a", "b", "c"]
+    assert {frame.number for frame in frames} == {2}
+
+
+def test_a_reopened_session_replays_its_log_to_the_same_state_without_repeating_inputs() -> None:
+    live = host()
+    live.open(open_message("s"))
+    logged: list[dict[str, Any]] = []
+    script = {2: ("key_down", "KeyW"), 9: ("key_down", "ArrowLeft"), 14: ("key_up", "KeyW"),
+              20: ("prompt", "make it night"), 23: ("key_up", "ArrowLeft"), 27: ("key_down", "KeyD")}  # fmt: skip
+    snapshot = None
+    sequence = 0
+    for tick in range(1, 35):
+        if tick in script:
+            kind, value = script[tick]
+            sequence += 1
+            given = {"type": kind, "key": value} if kind.startswith("key") else {"type": kind, "text": value}
+            for message in live.input("s", sequence, given):
+                if message["type"] == "session.applied":
+                    logged.append({"sequence": sequence, "input": given, "tick": message["tick"],
+                                   "events": message["events"]})  # fmt: skip
+        live.tick()
+        if tick == 12:
+            snapshot = live.snapshot("s")
+    # The platform saw frames up to tick 34; the worker died; another reopens the session.
+    pending_input = {"type": "key_up", "key": "KeyD"}
+    reopened = host()
+    reopened.open(open_message("s", snapshot=snapshot, replay=logged, target_tick=34,
+                               pending=[{"sequence": sequence + 1, "input": pending_input}]))  # fmt: skip
+    live.input("s", sequence + 1, pending_input)
+    assert world_state(reopened, "s") == world_state(live, "s")
+    assert world_state(reopened, "s").time_of_day == "night"
+    assert reopened.input("s", 3, {"type": "key_down", "key": "KeyW"}) == []  # already applied
+    reopened.tick()
+    live.tick()
+    assert world_state(reopened, "s") == world_state(live, "s")
+
+
+def test_a_prompt_becomes_world_events_and_is_reported_with_its_tick() -> None:
+    session_host = host()
+    session_host.open(open_message("s"))
+    session_host.tick()
+    applied = session_host.input("s", 1, {"type": "prompt", "text": "It starts snowing"})[0]
+    assert applied == {"type": "session.applied", "session": "s", "sequence": 1, "tick": 2,
+                       "events": [{"kind": "snow"}]}  # fmt: skip
+    session_host.tick()
+    assert world_state(session_host, "s").weather == "snow"
+
+
+def test_prompts_map_onto_the_events_vocabulary() -> None:
+    assert events_from_prompt("make it night") == [{"kind": "night"}]
+    assert events_from_prompt("a red tower appears ahead") == [{"kind": "spawn", "object": "tower",
+                                                                "color": [200, 40, 40]}]  # fmt: skip
+    assert events_from_prompt("stop the rain") == [{"kind": "clear"}]
+    assert events_from_prompt("tell me a joke") == []
+
+
+def test_a_choice_moves_the_story_and_sends_the_next_scene() -> None:
+    session_host = host()
+    opened = session_host.open(open_message("s", story=STORY))
+    assert opened[-1]["choices"] == ["Left", "Right"]
+    messages = session_host.input("s", 1, {"type": "choice", "index": 0})
+    assert messages[0]["story"]["beat"] == "left"
+    assert {"type": "session.choices", "session": "s", "beat": "left", "choices": [], "ended": True} in messages
+    bad = session_host.input("s", 2, {"type": "choice", "index": 5})
+    assert bad[-1]["type"] == "session.error"
+
+
+def test_a_paused_session_does_not_step() -> None:
+    session_host = host()
+    session_host.open(open_message("s"))
+    session_host.input("s", 1, {"type": "pause"})
+    frames, _ = session_host.tick()
+    assert frames == []
+    session_host.input("s", 2, {"type": "resume"})
+    frames, _ = session_host.tick()
+    assert [frame.number for frame in frames] == [1]
