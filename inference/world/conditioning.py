@@ -3,9 +3,11 @@
 The model does not have to remember the world: every frame it is handed the explicit state's view of it.
 Per screen column, the geometric sketch (wall depth, face, texture coordinate, material's texture kind and
 colour, the nearest billboard's depth, kind and colour); per frame, the pose's fraction of a cell and heading
-(which place the floor tiles and the sun), the floor and sky colours of the world, and the held keys; and the
-active world events as small integers that the model embeds. The model turns these into image planes
-(`inference.world.model.geometry_planes`) and only has to learn shading, texture detail and weather.
+(which place the floor tiles and the sun), the floor and sky colours of the world, and the held keys; the
+active world events as small integers that the model embeds; and the frame's overlay of single-pixel stars
+and snow or rain particles (`inference.world.renderer.overlay`), which are state, not memory. The model
+turns these into image planes (`inference.world.model.geometry_planes`) and only has to learn shading,
+texture detail and weather.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.world.events import TIME_OF_DAY_KINDS, WEATHER_KINDS
-from inference.world.renderer import SPRITE_KINDS, geometric_sketch
+from inference.world.renderer import SPRITE_KINDS, geometric_sketch, overlay
 from inference.world.spec import WorldSpec
 from inference.world.state import CONFIG as SIMULATOR_CONFIG
 from inference.world.state import Action, WorldState
@@ -64,6 +66,7 @@ class Conditioning:
     columns: np.ndarray  # (W, COLUMN_FEATURES) float32
     scalars: np.ndarray  # (SCALAR_FEATURES,) float32
     events: np.ndarray  # (3,) int64: indices into TIME_OF_DAY_KINDS, WEATHER_KINDS, and fog off/on
+    overlay: np.ndarray  # (H, W) uint8: 0, OVERLAY_STAR or OVERLAY_PARTICLE
 
 
 def conditioning(state: WorldState, spec: WorldSpec, action: int, columns: int = 64) -> Conditioning:
@@ -96,4 +99,4 @@ def conditioning(state: WorldState, spec: WorldSpec, action: int, columns: int =
         [TIME_OF_DAY_KINDS.index(state.time_of_day), WEATHER_KINDS.index(state.weather), int(state.fog)],
         dtype=np.int64,
     )
-    return Conditioning(columns=features, scalars=scalars, events=events)
+    return Conditioning(columns=features, scalars=scalars, events=events, overlay=overlay(state, columns, columns))

@@ -57,6 +57,7 @@ class Episodes:
     columns: np.ndarray  # (E, L, W, COLUMN_FEATURES) float32
     scalars: np.ndarray  # (E, L, SCALAR_FEATURES) float32
     events: np.ndarray  # (E, L, 3) int64
+    overlay: np.ndarray  # (E, L, H, W) uint8: stars and particles
     actions: np.ndarray  # (E, L) int64: the keys held on the tick that led to each frame (0 for the first)
 
 
@@ -107,35 +108,52 @@ def _random_event(rng: random.Random, joined: int) -> list[dict]:
     return [{"kind": kind}]
 
 
-def episode(seed: int, length: int, frame_size: int) -> Episodes:
-    """One episode of `length` frames in the world of `seed`, as a batch of one."""
+def play(seed: int, length: int) -> tuple[WorldSpec, list[tuple[int, list[dict]]]]:
+    """The world of `seed` and what the scripted player does in it: (keys held, events fired) for each tick.
+
+    The first tick's input is (0, []): it is the opening frame, before any key. Evaluations replay these inputs
+    through an engine, so that the model is measured on the same play it is trained on.
+    """
     rng = random.Random(seed ^ 0x5EED)  # noqa: S311 (training data, not a secret)
     spec = random_spec(seed)
+    state = initial_state(spec)
+    inputs: list[tuple[int, list[dict]]] = [(0, [])]
+    held, hold_left, joined = 0, 0, 0
+    for _ in range(1, length):
+        if hold_left == 0:
+            held = rng.choices([b for b, _ in BEHAVIOURS], weights=[w for _, w in BEHAVIOURS])[0]
+            hold_left = rng.randint(CONFIG.min_hold, CONFIG.max_hold)
+        hold_left -= 1
+        fired = _random_event(rng, joined) if rng.random() < CONFIG.event_probability else []
+        joined += any(event["kind"] == "join" for event in fired)
+        moved = step(state, held, [parse_event(event) for event in fired])
+        inputs.append((held, fired))
+        if held & Action.FORWARD and (moved.pose.x, moved.pose.y) == (state.pose.x, state.pose.y):
+            # Walked into a wall: turn away, as a player would, for the rest of this hold.
+            held = rng.choice((Action.TURN_LEFT, Action.TURN_RIGHT))
+        state = moved
+    return spec, inputs
+
+
+def episode(seed: int, length: int, frame_size: int) -> Episodes:
+    """One episode of `length` frames in the world of `seed`, as a batch of one."""
+    spec, inputs = play(seed, length)
     state = initial_state(spec)
     frames = np.zeros((length, frame_size, frame_size, 3), dtype=np.uint8)
     columns = np.zeros((length, frame_size, COLUMN_FEATURES), dtype=np.float32)
     scalars = np.zeros((length, SCALAR_FEATURES), dtype=np.float32)
     events = np.zeros((length, 3), dtype=np.int64)
+    overlays = np.zeros((length, frame_size, frame_size), dtype=np.uint8)
     actions = np.zeros(length, dtype=np.int64)
-    held, hold_left, joined = 0, 0, 0
-    for tick in range(length):
+    for tick, (held, fired) in enumerate(inputs):
         if tick:
-            if hold_left == 0:
-                held = rng.choices([b for b, _ in BEHAVIOURS], weights=[w for _, w in BEHAVIOURS])[0]
-                hold_left = rng.randint(CONFIG.min_hold, CONFIG.max_hold)
-            hold_left -= 1
-            fired = _random_event(rng, joined) if rng.random() < CONFIG.event_probability else []
-            joined += any(event["kind"] == "join" for event in fired)
-            moved = step(state, held, [parse_event(event) for event in fired])
+            state = step(state, held, [parse_event(event) for event in fired])
             actions[tick] = held
-            if held & Action.FORWARD and (moved.pose.x, moved.pose.y) == (state.pose.x, state.pose.y):
-                # Walked into a wall: turn away, as a player would, for the rest of this hold.
-                held = rng.choice((Action.TURN_LEFT, Action.TURN_RIGHT))
-            state = moved
         frames[tick] = render(state, spec, frame_size, frame_size)
         condition = conditioning(state, spec, int(actions[tick]), frame_size)
         columns[tick], scalars[tick], events[tick] = condition.columns, condition.scalars, condition.events
-    return Episodes(frames[None], columns[None], scalars[None], events[None], actions[None])
+        overlays[tick] = condition.overlay
+    return Episodes(frames[None], columns[None], scalars[None], events[None], overlays[None], actions[None])
 
 
 def episodes(seeds: Sequence[int], length: int, frame_size: int = 64) -> Episodes:

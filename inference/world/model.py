@@ -7,32 +7,65 @@ autoencoder's decoder and the transformer both read. Geometry therefore cannot d
 carries what the sketch lacks (texture detail, particles, stars, lighting as seen).
 
 - `geometry_planes`: per-column sketch, frame scalars and active events -> (B, PLANES, H, W), no parameters.
-- `FrameAutoencoder`: 64x64 frame + planes -> 8x8 latent (tanh-bounded) -> frame, decoder fed the planes at
-  every scale (a U-Net-like conditioning path, without skip connections from the encoder).
-- `DynamicsTransformer`: one block of 64 tokens per frame (the 8x8 latent grid), block-causal attention over
+- `FrameAutoencoder`: 64x64 frame + planes -> 4x4x32 latent (tanh-bounded) -> frame; the decoder renders
+  from the planes (among them the renderer's flat-shaded frame, `_flat_render`) at full resolution and takes
+  texture and detail from the latent through a small low-resolution path.
+- `DynamicsTransformer`: one block of 16 tokens per frame (the 4x4 latent grid), block-causal attention over
   the last `window` frames (nanoGPT's blocks, with a rolling KV cache at inference); each token reads the
-  previous latent, the sketch of the 8 columns under it, the frame scalars, the held keys and the events,
+  previous latent, the sketch of the 16 columns under it, the frame scalars, the held keys and the events,
   and regresses the next latent directly.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from inference.world import conditioning as features
+from inference.world.events import TIME_OF_DAY_KINDS, WEATHER_KINDS
 from inference.world.renderer import CONFIG as RENDER_CONFIG
-from inference.world.renderer import SPRITE_KINDS, SPRITES
+from inference.world.renderer import (
+    LIGHTING,
+    OVERLAY_PARTICLE,
+    OVERLAY_STAR,
+    SEAM_WIDTH,
+    SPRITE_KINDS,
+    SPRITES,
+    TILE_COLUMNS,
+    TILE_ROWS,
+    TILE_STAGGER,
+)
+
+CHECKPOINT_NAME = "world_model.safetensors"  # beside it, world_model.json: the config and the metrics
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / CHECKPOINT_NAME
 
 SPRITE_HEIGHTS = tuple(SPRITES[kind][2] for kind in SPRITE_KINDS)
-WALL_PLANES, FLOOR_PLANES, SKY_PLANES, SPRITE_PLANES = 12, 7, 7, 13
+WALL_PLANES, FLOOR_PLANES, SKY_PLANES, SPRITE_PLANES = 13, 8, 7, 13
 EVENT_PLANES = sum(features.EVENT_SLOTS)
-PLANES = WALL_PLANES + FLOOR_PLANES + SKY_PLANES + SPRITE_PLANES + EVENT_PLANES
+_WEATHER_START = WALL_PLANES + FLOOR_PLANES + SKY_PLANES + SPRITE_PLANES + features.EVENT_SLOTS[0]
+WEATHER_PLANES = slice(_WEATHER_START, _WEATHER_START + features.EVENT_SLOTS[1])  # the weather's one-hot planes
+OVERLAY_PLANES = 2  # stars (already hidden behind walls and billboards), particles
+LIGHT_PLANES = 2  # the renderer's distance falloff and fog amount at the depth of whatever each pixel shows
+ALBEDO_PLANES = 3  # the renderer's lit and fogged frame without texture or detail (`_flat_render`)
+PLANES = (
+    WALL_PLANES
+    + FLOOR_PLANES
+    + SKY_PLANES
+    + SPRITE_PLANES
+    + EVENT_PLANES
+    + OVERLAY_PLANES
+    + LIGHT_PLANES
+    + ALBEDO_PLANES
+)
+PARTICLE_PLANE = PLANES - ALBEDO_PLANES - LIGHT_PLANES - 1
+ALBEDO = slice(PLANES - ALBEDO_PLANES, PLANES)
 
 
 @dataclass(frozen=True)
@@ -40,16 +73,23 @@ class WorldModelConfig:
     """Sizes of the world model; the defaults are the shipped model, tests use much smaller ones."""
 
     frame_size: int = 64  # the renderer's teacher resolution; the player upscales it
-    latent_channels: int = 8  # 8x8x8 = 512 numbers per frame: the planes carry the geometry, not the latent
-    autoencoder_width: int = 32  # channels at 32x32; doubled at 16x16 and 8x8, halved at 64x64
-    plane_width: int = 16  # the planes are projected to this many channels before each decoder stage
-    # 128 wide, 4 layers of 4 heads (32 dimensions each): 0.8M parameters, ~4 ms a step for one session on one
-    # core (measured), which leaves the decoder most of a 60 fps frame.
+    # 16-pixel cells: a 4x4 grid of 32 channels, 512 numbers a frame as an 8x8x8 latent has, but 16 tokens a
+    # frame instead of 64: the transformer stepped 8 sessions in 23 ms at 64 tokens, in 5 ms at 16 (one core).
+    patch: int = 16
+    latent_channels: int = 32
+    autoencoder_width: int = 32  # encoder channels at 32x32, doubled below; the decoder's stages halve from 2x this
+    plane_width: int = 16  # the planes are projected to this many channels before each low-resolution stage
+    # The decoder's full-resolution path: the 64x64 planes (never pooled there, so seams, grout, stars and
+    # particles stay one pixel sharp) and the upsampled latent features, through `detail_blocks` separable
+    # residual blocks `detail_width` wide. 16 wide decoded 8 frames in 13 ms, 24 wide in 27 ms (one core).
+    detail_width: int = 16
+    detail_blocks: int = 2
+    # 128 wide, 4 layers of 4 heads (32 dimensions each): 0.8M parameters, ~1 ms a step for one session on one
+    # core (measured) at 16 tokens a frame.
     model_dim: int = 128
     heads: int = 4
     layers: int = 4
     window: int = 8  # frames of context: enough to see particles move and walls slide, small enough to stay fast
-    patch: int = 8  # pixels per latent cell side: 64x64 frames give an 8x8 latent and 64 tokens per frame
 
     def __post_init__(self) -> None:
         if self.window < 2:
@@ -66,8 +106,16 @@ class WorldModelConfig:
         return self.grid * self.grid
 
 
-def geometry_planes(columns: torch.Tensor, scalars: torch.Tensor, events: torch.Tensor, height: int) -> torch.Tensor:
-    """Rasterise the conditioning into (B, PLANES, H, W) image planes, exactly as the renderer lays out geometry."""
+def geometry_planes(
+    columns: torch.Tensor, scalars: torch.Tensor, events: torch.Tensor, overlay: torch.Tensor, height: int
+) -> torch.Tensor:
+    """Rasterise the conditioning into (B, PLANES, H, W) image planes, exactly as the renderer lays out geometry.
+
+    columns (B, W, COLUMN_FEATURES), scalars (B, SCALAR_FEATURES), events (B, 3), overlay (B, H, W). Beside the
+    geometry, the planes hold the renderer's tile seams and floor grout (functions of the texture coordinates
+    that a small network would only learn blurred) and each pixel's flat colour (`ALBEDO`), which the decoder
+    shades.
+    """
     B, W, _ = columns.shape  # batch, screen columns, column features
     tan_half = math.tan(math.radians(RENDER_CONFIG.field_of_view_degrees) / 2)
     focal = W / 2 / tan_half  # pixels, the same both ways
@@ -91,9 +139,20 @@ def geometry_planes(columns: torch.Tensor, scalars: torch.Tensor, events: torch.
         column(features.COLUMN_SIDE) * wall,
         inverse_depth / features.CONFIG.max_inverse_depth * wall,
     ]
+    kind = column(features.COLUMN_TEXTURE_KIND)  # (B, 4, 1, W) one-hot
+
+    def per_kind(values: object) -> torch.Tensor:  # (B, 1, W): a renderer's per-texture constant, per column
+        table = torch.tensor(values, device=columns.device, dtype=columns.dtype).view(1, -1, 1, 1)
+        return (kind * table).sum(dim=1)
+
+    tile_rows, tile_columns, seam_width = per_kind(TILE_ROWS), per_kind(TILE_COLUMNS), per_kind(SEAM_WIDTH)
+    course = torch.floor(v * tile_rows)  # (B, H, W): which row of tiles, as `renderer._wall_texture` counts
+    across = column(features.COLUMN_TEXTURE_U) * tile_columns + per_kind(TILE_STAGGER) * course
+    seam = (torch.frac(across) < seam_width * tile_columns) | (v * tile_rows - course < seam_width * tile_rows)
+    wall_planes.append(seam.to(columns.dtype) * wall)
     wall_stack = torch.cat(
         [
-            torch.stack(wall_planes, dim=1),  # (B, 5, H, W)
+            torch.stack(wall_planes, dim=1),  # (B, 6, H, W)
             column(features.COLUMN_TEXTURE_KIND) * wall.unsqueeze(1),  # (B, 4, H, W)
             column(features.COLUMN_WALL_COLOR) * wall.unsqueeze(1),  # (B, 3, H, W)
         ],
@@ -114,6 +173,7 @@ def geometry_planes(columns: torch.Tensor, scalars: torch.Tensor, events: torch.
             torch.frac(floor_x) * floor,
             torch.frac(floor_y) * floor,
             floor / (1 + RENDER_CONFIG.distance_falloff * distance),
+            ((torch.frac(floor_x) < 0.05) | (torch.frac(floor_y) < 0.05)).to(columns.dtype) * floor,  # grout
         ],
         dim=1,
     )
@@ -153,77 +213,273 @@ def geometry_planes(columns: torch.Tensor, scalars: torch.Tensor, events: torch.
         [F.one_hot(events[:, slot], count) for slot, count in enumerate(features.EVENT_SLOTS)], dim=1
     ).to(columns.dtype)  # (B, EVENT_PLANES)
     event_planes = event_one_hot[:, :, None, None].expand(B, EVENT_PLANES, height, W)
-    return torch.cat([wall_stack, floor_planes, floor_color, sky_planes, sky_color, sprite_planes, event_planes], dim=1)
+
+    overlay_planes = torch.stack(
+        [
+            (overlay == OVERLAY_STAR).to(columns.dtype) * sky * (1 - sprite),
+            (overlay == OVERLAY_PARTICLE).to(columns.dtype),
+        ],
+        dim=1,
+    )  # (B, 2, H, W)
+    # Depth of what each pixel shows (the sky counts as 6 cells, as the renderer's fog has it) -> light and fog.
+    pixel_depth = torch.where(
+        sprite > 0,
+        1 / sprite_inverse_depth.clamp_min(1e-3),
+        wall / inverse_depth.clamp_min(1e-3) + floor * distance + sky * 6.0,
+    )  # (B, H, W)
+    light_planes = torch.stack(
+        [
+            1 / (1 + RENDER_CONFIG.distance_falloff * pixel_depth),
+            1 - torch.exp(-RENDER_CONFIG.fog_density * pixel_depth),
+        ],
+        dim=1,
+    )  # (B, 2, H, W)
+    albedo = _flat_render(
+        column(features.COLUMN_WALL_COLOR)
+        * (1 - (1 - RENDER_CONFIG.side_shade) * column(features.COLUMN_SIDE).unsqueeze(1)),
+        scalars,
+        events,
+        (wall, floor, sky, sprite),
+        column(features.COLUMN_SPRITE_COLOR),
+        elevation,
+        light_planes,
+    )
+    return torch.cat(
+        [
+            wall_stack,
+            floor_planes,
+            floor_color,
+            sky_planes,
+            sky_color,
+            sprite_planes,
+            event_planes,
+            overlay_planes,
+            light_planes,
+            albedo,
+        ],
+        dim=1,
+    )
+
+
+def _flat_render(
+    wall_color: torch.Tensor,
+    scalars: torch.Tensor,
+    events: torch.Tensor,
+    masks: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    sprite_color: torch.Tensor,
+    elevation: torch.Tensor,
+    light_planes: torch.Tensor,
+) -> torch.Tensor:
+    """(B, 3, H, W): the renderer's frame without textures, discs, stars, shapes or particles, in 0..1.
+
+    The renderer's own lighting (`renderer.LIGHTING`: light, tint, sky gradient, fog colour per time of day),
+    weather tints, side shading, distance falloff and fog, applied to the sketch's colours: what a decoder
+    would otherwise spend most of its capacity multiplying out. It learns the rest as a gain and an offset.
+    wall_color and sprite_color (B, 3, 1, W) per column; masks (B, H, W) each; elevation (1, H, 1).
+    """
+    wall, floor, sky, sprite = masks
+    time_of_day, weather, fog = events[:, 0], events[:, 1], events[:, 2]  # (B,) each
+    device, dtype = scalars.device, scalars.dtype
+
+    def table(values: list) -> torch.Tensor:  # a per-time-of-day constant for each session: (B, ...)
+        return torch.tensor(values, device=device, dtype=dtype)[time_of_day]
+
+    lighting = [LIGHTING[kind] for kind in TIME_OF_DAY_KINDS]
+    rain, snow = (weather == WEATHER_KINDS.index("rain")), (weather == WEATHER_KINDS.index("snow"))
+    light = table([entry.light for entry in lighting]) * torch.where(rain, 0.8, 1.0)  # (B,)
+    light = (light[:, None] * table([entry.tint for entry in lighting]))[:, :, None, None]  # (B, 3, 1, 1)
+    lit = light * light_planes[:, 0:1]  # (B, 3, H, W): light reaching the eye at each pixel's depth
+
+    sky_color = scalars[:, features.SCALAR_SKY_COLOR]  # (B, 3) in 0..1
+    has_own = table([entry.sky_top is not None for entry in lighting]).bool()[:, None]  # (B, 1)
+    top = torch.where(has_own, table([entry.sky_top or (0, 0, 0) for entry in lighting]) / 255, sky_color * 0.75)
+    horizon = torch.where(
+        has_own, table([entry.sky_horizon or (0, 0, 0) for entry in lighting]) / 255, sky_color * 0.5 + 127 / 255
+    )
+    blend = (elevation / 0.6).clamp(0, 1)  # (1, H, 1)
+    gradient = horizon[:, :, None, None] * (1 - blend) + top[:, :, None, None] * blend  # (B, 3, H, 1)
+    gradient = torch.where(rain[:, None, None, None], gradient * 0.45 + 115 / 255 * 0.55, gradient)
+    gradient = torch.where(snow[:, None, None, None], gradient * 0.5 + 205 / 255 * 0.5, gradient)
+
+    floor_color = scalars[:, features.SCALAR_FLOOR_COLOR]  # (B, 3)
+    floor_color = torch.where(snow[:, None], floor_color * 0.25 + 235 / 255 * 0.75, floor_color)
+    image = (
+        wall_color * wall.unsqueeze(1) * lit
+        + floor_color[:, :, None, None] * floor.unsqueeze(1) * lit
+        + gradient * sky.unsqueeze(1)
+    )
+    image = torch.where(sprite.unsqueeze(1) > 0, sprite_color * lit, image)
+    fog_color = table([entry.fog for entry in lighting])[:, :, None, None] / 255  # (B, 3, 1, 1)
+    amount = light_planes[:, 1:2] * fog[:, None, None, None].to(dtype)  # (B, 1, H, W)
+    return image * (1 - amount) + fog_color * amount
 
 
 def _convolution(channels_in: int, channels_out: int, kernel: int, stride: int) -> nn.Sequential:
     # Normalised, so that the frame's signal survives the stack at initialisation (plain convolutions
     # shrink it tenfold over four layers, and the planes alone then train a decoder that ignores the latent).
     return nn.Sequential(
-        nn.Conv2d(channels_in, channels_out, kernel, stride=stride, padding=(kernel - 1) // 2 if stride == 1 else 1),
+        nn.Conv2d(
+            channels_in,
+            channels_out,
+            kernel,
+            stride=stride,
+            padding=(kernel - 1) // 2 if stride == 1 else (kernel - stride) // 2,
+        ),
         nn.GroupNorm(min(8, channels_out // 2), channels_out),
         nn.GELU(),
     )
 
 
+class SeparableResidual(nn.Module):
+    """x + pointwise(GELU(depthwise 3x3(x))): a full-resolution block at C * (C + 9) multiply-adds a pixel."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.depthwise = nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+        self.pointwise = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.pointwise(F.gelu(self.depthwise(x)))
+
+
 class FrameAutoencoder(nn.Module):
-    """Frames to small latents and back, both ways reading the geometry planes."""
+    """Frames to small latents and back, both ways reading the geometry planes.
+
+    The decoder renders from the planes and takes detail from the latent: a low-resolution path turns the 8x8
+    latent (with pooled planes) into features at 16x16; at 64x64 the full planes and those features go
+    through a few separable residual blocks to a per-pixel gain and offset that shade the sketch's flat
+    colour (`ALBEDO`: light, tint, texture and fog multiply a colour, which a small network only adds well).
+    Snow and rain particles are composited last in a learned colour per weather, as the renderer draws them.
+    """
 
     def __init__(self, config: WorldModelConfig) -> None:
         super().__init__()
         width = config.autoencoder_width
-        self.encoder = nn.Sequential(
-            _convolution(3 + PLANES, width, 3, stride=1),
-            _convolution(width, width, 4, stride=2),  # 32x32
-            _convolution(width, 2 * width, 4, stride=2),  # 16x16
-            _convolution(2 * width, 2 * width, 4, stride=2),  # 8x8
-            nn.Conv2d(2 * width, config.latent_channels, 1),
-        )
-        # Decoder stages at 8, 16, 32 and 64 pixels: channels in, channels out.
-        stage_widths = [(config.latent_channels, 2 * width), (2 * width, 2 * width), (2 * width, width)]
-        stage_widths.append((width, width // 2))
+        halvings = int(math.log2(config.patch))  # 64 -> grid
+        # 2x2 patches first: a 3x3 convolution over 64x64 pixels and all the planes was 3/4 of a training step.
+        encoder = [_convolution(3 + PLANES, width, 2, stride=2)]
+        encoder += [_convolution(width if index == 0 else 2 * width, 2 * width, 4, 2) for index in range(halvings - 1)]
+        self.encoder = nn.Sequential(*encoder, nn.Conv2d(2 * width, config.latent_channels, 1))
+        # Low-resolution stages from the grid up to a quarter of the frame (16x16), each reading the planes
+        # average-pooled to its size; a 32x32 stage cost as much as the whole full-resolution path and added
+        # nothing the planes lack.
+        # Widths halve as the size doubles, so every stage costs about the same: 2w at the grid, w/2 at 16x16.
+        stage_widths = [(config.latent_channels, 2 * width)]
+        while len(stage_widths) < halvings - 1:
+            stage_widths.append((stage_widths[-1][1], stage_widths[-1][1] // 2))
         self.plane_projections = nn.ModuleList(nn.Conv2d(PLANES, config.plane_width, 1) for _ in stage_widths)
         self.stages = nn.ModuleList(
-            nn.Sequential(
-                _convolution(channels_in + config.plane_width, channels_out, 3, stride=1),
-                _convolution(channels_out, channels_out, 3, stride=1),
-            )
+            _convolution(channels_in + config.plane_width, channels_out, 3, stride=1)
             for channels_in, channels_out in stage_widths
         )
-        self.to_rgb = nn.Conv2d(width // 2, 3, 1)
+        # The features reach full resolution already projected to the detail width, and the planes are projected
+        # apart: two 1x1 convolutions summed instead of one over a concatenation that copies 64x64 planes.
+        self.features_in = nn.Conv2d(stage_widths[-1][1], config.detail_width, 1)
+        self.planes_in = nn.Conv2d(PLANES, config.detail_width, 1)
+        self.details = nn.Sequential(*(SeparableResidual(config.detail_width) for _ in range(config.detail_blocks)))
+        self.to_shading = nn.Conv2d(config.detail_width, 6, 1)  # gain and offset per colour channel
+        self.particle_colors = nn.Embedding(len(WEATHER_KINDS), 3)
+        nn.init.constant_(self.particle_colors.weight, 0.9)  # both particles are near white
 
     def encode(self, frames: torch.Tensor, planes: torch.Tensor) -> torch.Tensor:
-        """(B, 3, H, W) frames in 0..1 and their planes -> (B, C, H/8, W/8) latents in -1..1."""
+        """(B, 3, H, W) frames in 0..1 and their planes -> (B, C, H/patch, W/patch) latents in -1..1."""
         return torch.tanh(self.encoder(torch.cat([frames, planes], dim=1)))
 
     def decode(self, latents: torch.Tensor, planes: torch.Tensor) -> torch.Tensor:
-        """(B, C, h, w) latents and (B, PLANES, 8h, 8w) planes -> (B, 3, 8h, 8w) frames, about 0..1."""
+        """(B, C, g, g) latents and (B, PLANES, H, W) planes -> (B, 3, H, W) frames, about 0..1."""
+        pooled = F.avg_pool2d(planes, 4)  # (B, PLANES, H/4, W/4): the last stage's size
+        scales = [pooled]
+        while scales[0].shape[-1] > latents.shape[-1]:
+            scales.insert(0, F.avg_pool2d(scales[0], 2))
         x = latents
         for index, (projection, stage) in enumerate(zip(self.plane_projections, self.stages, strict=True)):
             if index:
                 x = F.interpolate(x, scale_factor=2, mode="nearest")
-            scaled_planes = F.adaptive_avg_pool2d(planes, x.shape[-2:])
-            x = stage(torch.cat([x, projection(scaled_planes)], dim=1))
-        return self.to_rgb(x)
+            x = stage(torch.cat([x, projection(scales[index])], dim=1))
+        x = F.interpolate(self.features_in(x), size=planes.shape[-2:], mode="bilinear", align_corners=False)
+        x = self.details(x + self.planes_in(planes))  # (B, detail_width, H, W)
+        gain, offset = self.to_shading(x).chunk(2, dim=1)  # (B, 3, H, W) each
+        image = (1 + gain) * planes[:, ALBEDO] + offset
+        particles = planes[:, PARTICLE_PLANE : PARTICLE_PLANE + 1]  # (B, 1, H, W)
+        weather = planes[:, WEATHER_PLANES, 0, 0].argmax(dim=1)  # (B,): the event planes are constant
+        return image * (1 - particles) + particles * self.particle_colors(weather)[:, :, None, None]
 
 
 class KeyValueCache:
-    """Keys and values of the last frames per layer: the rolling memory of a batch of sessions."""
+    """Keys and values of the last frames per layer: the rolling memory of a batch of sessions.
 
-    def __init__(self, layers: int, window_tokens: int) -> None:
+    Sessions of different ages share a batch: `lengths` counts each row's real tokens, which sit at the end of
+    its rows; the rest is padding that attention masks out. `stack` and `split` move between one cache per
+    session (what the engine keeps) and one cache per batch (what a forward pass reads).
+    """
+
+    def __init__(self, layers: int, window_tokens: int, lengths: list[int] | None = None) -> None:
         self.window_tokens = window_tokens
         self.keys: list[torch.Tensor | None] = [None] * layers
         self.values: list[torch.Tensor | None] = [None] * layers
+        self.lengths = lengths  # None: every row holds the same number of tokens (no padding)
+        self._pending_lengths: list[int] | None = None
 
-    def extend(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append this frame's (B, heads, N, head_dim) keys and values; returns the window to attend over."""
+    def extend(
+        self, layer: int, keys: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Append this frame's (B, heads, N, head_dim) keys and values.
+
+        Returns the keys and values to attend over and, when rows are padded, a (B, 1, 1, tokens) mask.
+        """
+        B, _, N, _ = keys.shape  # batch, heads, new tokens, head dimensions
         previous_keys, previous_values = self.keys[layer], self.values[layer]
+        mask = None
         if previous_keys is not None and previous_values is not None:
+            if self.lengths is not None and min(self.lengths) < previous_keys.shape[2]:
+                held = previous_keys.shape[2]
+                lengths = torch.tensor(self.lengths, device=keys.device).view(B, 1)
+                mask = torch.arange(held + N, device=keys.device).view(1, -1) >= held - lengths  # (B, held + N)
+                mask = mask.view(B, 1, 1, held + N)
             keys = torch.cat([previous_keys, keys], dim=2)
             values = torch.cat([previous_values, values], dim=2)
         # The newest frame stays; the oldest falls out once the window is full.
         self.keys[layer], self.values[layer] = keys[:, :, -self.window_tokens :], values[:, :, -self.window_tokens :]
-        return keys, values
+        if self.lengths is not None and layer == len(self.keys) - 1:
+            self.lengths = [min(length + N, self.window_tokens) for length in self.lengths]
+        return keys, values, mask
+
+    @classmethod
+    def stack(cls, caches: list[KeyValueCache]) -> KeyValueCache:
+        """One cache for a batch of one-session caches, rows left-padded with zeros to the longest."""
+        first = caches[0]
+        lengths = [0 if cache.keys[0] is None else cache.keys[0].shape[2] for cache in caches]
+        stacked = cls(len(first.keys), first.window_tokens, lengths)
+        longest = max(lengths)
+        if longest == 0:
+            return stacked
+        for layer in range(len(first.keys)):
+            for name in ("keys", "values"):
+                rows = []
+                for cache, length in zip(caches, lengths, strict=True):
+                    row = getattr(cache, name)[layer]
+                    if row is None:  # a new session: all padding, shaped like a row that has tokens
+                        reference = next(c for c in caches if c.keys[0] is not None)
+                        row = getattr(reference, name)[layer][:, :, :0]
+                    if length < longest:
+                        row = F.pad(row, (0, 0, longest - length, 0))
+                    rows.append(row)
+                getattr(stacked, name)[layer] = torch.cat(rows)  # (B, heads, longest, head_dim)
+        return stacked
+
+    def split(self) -> list[KeyValueCache]:
+        """One cache per row, each holding only its real tokens."""
+        assert self.lengths is not None, "only a stacked cache knows where each row's padding ends"
+        caches = []
+        for row, length in enumerate(self.lengths):
+            cache = KeyValueCache(len(self.keys), self.window_tokens)
+            for layer in range(len(self.keys)):
+                keys, values = self.keys[layer], self.values[layer]
+                assert keys is not None and values is not None
+                cache.keys[layer] = keys[row : row + 1, :, keys.shape[2] - length :]
+                cache.values[layer] = values[row : row + 1, :, values.shape[2] - length :]
+            caches.append(cache)
+        return caches
 
 
 class CausalSelfAttention(nn.Module):
@@ -242,8 +498,8 @@ class CausalSelfAttention(nn.Module):
         query, key, value = self.qkv(x).split(C, dim=2)
         query, key, value = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (query, key, value))
         if cache is not None:
-            # The window (previous frames, then this one) ends with this frame: its queries may see every key.
-            key, value = cache.extend(layer, key, value)
+            # The window (previous frames, then this one) ends with this frame: its queries may see every real key.
+            key, value, mask = cache.extend(layer, key, value)
         y = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)  # (B, heads, T, head_dim)
         return self.projection(y.transpose(1, 2).reshape(B, T, C))
 
@@ -356,18 +612,27 @@ class WorldModel(nn.Module):
         self.autoencoder = FrameAutoencoder(config)
         self.dynamics = DynamicsTransformer(config)
 
-    def planes(self, columns: torch.Tensor, scalars: torch.Tensor, events: torch.Tensor) -> torch.Tensor:
-        return geometry_planes(columns, scalars, events, self.config.frame_size)
+    def planes(
+        self, columns: torch.Tensor, scalars: torch.Tensor, events: torch.Tensor, overlay: torch.Tensor
+    ) -> torch.Tensor:
+        return geometry_planes(columns, scalars, events, overlay, self.config.frame_size)
 
 
-def save_world_model(model: WorldModel, path: Path) -> None:
-    """Write the model's config and weights to one file."""
-    torch.save({"config": asdict(model.config), "state_dict": model.state_dict()}, path)
+def save_world_model(model: WorldModel, path: Path, metrics: dict | None = None) -> None:
+    """Write the weights to `path` (safetensors) and the config and metrics beside it (`path` with .json).
+
+    safetensors holds tensors only and loads without unpickling; the JSON keeps the config readable in review.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    weights = {name: tensor.detach().cpu().contiguous() for name, tensor in model.state_dict().items()}
+    save_file(weights, str(path))
+    card = {"config": asdict(model.config), "metrics": metrics or {}}
+    path.with_suffix(".json").write_text(json.dumps(card, indent=2) + "\n")
 
 
 def load_world_model(path: Path, device: str = "cpu") -> WorldModel:
-    """A model written by `save_world_model`, in eval mode; only tensors and plain values are unpickled."""
-    checkpoint = torch.load(path, map_location=device, weights_only=True)
-    model = WorldModel(WorldModelConfig(**checkpoint["config"]))
-    model.load_state_dict(checkpoint["state_dict"])
+    """The model `save_world_model` wrote to `path`, rebuilt from its JSON config, in eval mode."""
+    card = json.loads(path.with_suffix(".json").read_text())
+    model = WorldModel(WorldModelConfig(**card["config"]))
+    model.load_state_dict(load_file(str(path), device="cpu"))
     return model.to(device).eval()

@@ -262,13 +262,7 @@ def _sky(
     elif state.weather == "snow":
         image = image * 0.5 + np.float32(205) * 0.5
     if state.time_of_day == "night" and state.weather == "clear":
-        degree = math.pi / 180
-        star = _hash_uniform(
-            np.floor(azimuth / degree).astype(np.int64) % 360,
-            np.floor(elevation / degree).astype(np.int64),
-            state.seed,
-        )
-        image[(star < CONFIG.star_density) & (elevation > 0.03)] = (225, 225, 210)
+        image[_stars(state, azimuth, elevation)] = (225, 225, 210)
     disc_azimuth, disc_elevation, disc_color = {
         "day": (CONFIG.sun_azimuth, 0.45, (255, 250, 215)),
         "dawn": (CONFIG.sun_azimuth, 0.06, (255, 190, 110)),
@@ -281,6 +275,17 @@ def _sky(
         image = image * (1 - glow) + np.asarray(disc_color, dtype=np.float32) * glow
         image[distance < CONFIG.disc_radius] = disc_color
     return image
+
+
+def _stars(state: WorldState, azimuth: np.ndarray, elevation: np.ndarray) -> np.ndarray:
+    """Boolean mask of the stars at these (1, W) azimuths and (R, 1) elevations: fixed in the world by the seed."""
+    degree = math.pi / 180
+    star = _hash_uniform(
+        np.floor(azimuth / degree).astype(np.int64) % 360,
+        np.floor(elevation / degree).astype(np.int64),
+        state.seed,
+    )
+    return (star < CONFIG.star_density) & (elevation > 0.03)
 
 
 def _floor(
@@ -409,7 +414,12 @@ def _draw_sprites(image: np.ndarray, state: WorldState, lighting: Lighting, rays
 
 def _draw_weather(image: np.ndarray, state: WorldState) -> None:
     """Snowflakes or rain streaks, placed by the seed and moved by the tick alone; draws into `image`."""
-    height, width = image.shape[:2]
+    rows, columns, color = _particles(state, *image.shape[:2])
+    image[rows, columns] = color
+
+
+def _particles(state: WorldState, height: int, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixel rows and columns of the snowflakes or rain streaks of this tick, and their colour."""
     size = max(1, round(height / 64))  # a particle is one pixel at 64x64 and grows with the frame
     snow = state.weather == "snow"
     count = CONFIG.snowflakes if snow else CONFIG.raindrops
@@ -427,9 +437,38 @@ def _draw_weather(image: np.ndarray, state: WorldState) -> None:
         lengths, color = tuple(range(3 * size)), np.asarray((175, 185, 205), dtype=np.float32)
     columns = (drift * width).astype(np.int64)
     rows = (fall * height).astype(np.int64)
-    for down in lengths:
-        for across in range(size):
-            image[(rows + down) % height, (columns + across + down // 3) % width] = color
+    offsets = [(down, across) for down in lengths for across in range(size)]
+    return (
+        np.concatenate([(rows + down) % height for down, _ in offsets]),
+        np.concatenate([(columns + across + down // 3) % width for down, across in offsets]),
+        color,
+    )
+
+
+OVERLAY_STAR, OVERLAY_PARTICLE = 1, 2
+
+
+def overlay(state: WorldState, width: int = 64, height: int = 64) -> np.ndarray:
+    """(H, W) uint8: where this frame shows a star (OVERLAY_STAR) or a snow or rain particle (OVERLAY_PARTICLE).
+
+    Both are pure functions of the state (seed, tick, heading), drawn at single pixels: a small autoencoder
+    cannot carry 140 snowflakes in its latent, and they need not be remembered, so the state hands them to the
+    neural model like the geometric sketch. Stars are marked on the whole upper half; walls and billboards
+    hide them in the frame, as the model learns from the sketch's planes.
+    """
+    mask = np.zeros((height, width), dtype=np.uint8)
+    if state.time_of_day == "night" and state.weather == "clear":
+        focal = width / 2 / math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
+        plane_length = math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
+        camera_x = 2 * (np.arange(width, dtype=np.float64) + 0.5) / width - 1
+        azimuth = (state.pose.radians + np.arctan(camera_x * plane_length))[None, :]  # (1, W)
+        rows = np.arange(height // 2, dtype=np.float32)[:, None]  # (R, 1), the sky's rows
+        elevation = np.arctan((height / 2 - rows - 0.5) / focal)
+        mask[: height // 2][_stars(state, azimuth, elevation)] = OVERLAY_STAR
+    if state.weather != "clear":
+        rows, columns, _ = _particles(state, height, width)
+        mask[rows, columns] = OVERLAY_PARTICLE
+    return mask
 
 
 def render(state: WorldState, spec: WorldSpec, width: int = 64, height: int = 64) -> np.ndarray:

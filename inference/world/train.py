@@ -4,9 +4,9 @@ Three phases, as the open world models train: the autoencoder on single frames; 
 teacher-forced on sequences with Gaussian noise on the context latents (GameNGen, DIAMOND, Oasis), so that it
 learns to correct an imperfect past rather than copy it; and a last phase on its own outputs (Self-Forcing),
 where the context is the model's previous predictions. Prediction is direct regression of the next latent.
-Everything comes from `--seed`: the worlds, the data order and the weights. Writes `world_model.pt` and
-`metrics.json` (held-out PSNRs beside the copy-last-frame and average-frame baselines, the command line,
-the training time) to `--output`.
+Everything comes from `--seed`: the worlds, the data order and the weights. Writes `world_model.safetensors`
+and `world_model.json` (the model's config, and its metrics: held-out PSNRs beside the copy-last-frame and
+average-frame baselines, the command line, the training time) to `--output`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ from tqdm import tqdm
 
 from inference.world.dataset import CONFIG as DATASET_CONFIG
 from inference.world.dataset import Episodes, episodes
-from inference.world.model import WorldModel, WorldModelConfig, save_world_model
+from inference.world.model import CHECKPOINT_NAME, WorldModel, WorldModelConfig, save_world_model
 
-TINY_MODEL = WorldModelConfig(autoencoder_width=8, plane_width=4, model_dim=32, heads=2, layers=1, window=4)
+TINY_MODEL = WorldModelConfig(
+    autoencoder_width=8, plane_width=4, detail_width=8, detail_blocks=1, model_dim=32, heads=2, layers=1, window=4
+)
 MODELS = {"default": WorldModelConfig(), "tiny": TINY_MODEL}
 
 
@@ -49,6 +51,7 @@ class TrainConfig:
     batch_size: int = 16
     sequence_frames: int = 8  # the default model's window: training sees the context inference will
     learning_rate: float = 2e-3  # AdamW with cosine decay; small models tolerate a high rate
+    edge_weight: float = 0.5  # weight of the image-difference term of the autoencoder's L1 loss
     context_noise: float = 0.2  # largest std of the noise added to context latents (latents lie in -1..1)
     self_forcing_passes: int = 2  # own-output passes per step: how many frames of its own error it learns to fix
     threads: int = 1  # one core per process: oversubscribed threads were 10x slower in the issue's probe
@@ -66,6 +69,18 @@ def psnr(prediction: torch.Tensor, target: torch.Tensor) -> float:
     return 10 * math.log10(1 / max(mean_squared_error, 1e-10))
 
 
+def reconstruction_loss(prediction: torch.Tensor, target: torch.Tensor, edge_weight: float) -> torch.Tensor:
+    """L1 plus L1 of the horizontal and vertical differences, on (B, 3, H, W) images.
+
+    L1 keeps edges where mean squared error blurs them (the median, not the mean, of what a latent cannot
+    tell apart); the difference term asks for the seams and silhouettes to be as sharp as the renderer's.
+    """
+    loss = F.l1_loss(prediction, target)
+    for dim in (-1, -2):
+        loss = loss + edge_weight * F.l1_loss(prediction.diff(dim=dim), target.diff(dim=dim))
+    return loss
+
+
 class Trainer:
     """Holds the model, the data on the device, and the random generator every phase draws from."""
 
@@ -75,12 +90,18 @@ class Trainer:
         self.columns = torch.from_numpy(data.columns).to(device)  # (E, L, W, F)
         self.scalars = torch.from_numpy(data.scalars).to(device)  # (E, L, S)
         self.events = torch.from_numpy(data.events).to(device)  # (E, L, 3)
+        self.overlay = torch.from_numpy(data.overlay).to(device)  # (E, L, H, W) uint8
         self.generator = torch.Generator().manual_seed(config.seed)
         self.latents: torch.Tensor | None = None
 
     def planes(self, episode: torch.Tensor, tick: torch.Tensor) -> torch.Tensor:
         """Planes of the frames at (episode, tick) index pairs: (N, PLANES, H, W)."""
-        return self.model.planes(self.columns[episode, tick], self.scalars[episode, tick], self.events[episode, tick])
+        return self.model.planes(
+            self.columns[episode, tick],
+            self.scalars[episode, tick],
+            self.events[episode, tick],
+            self.overlay[episode, tick],
+        )
 
     def frame_batch(self, episode: torch.Tensor, tick: torch.Tensor) -> torch.Tensor:
         return frames_tensor(self.frames[episode, tick].numpy(), self.device)
@@ -102,7 +123,9 @@ class Trainer:
             episode = torch.randint(count, (self.config.batch_size,), generator=self.generator)
             tick = torch.randint(length, (self.config.batch_size,), generator=self.generator)
             planes, frames = self.planes(episode, tick), self.frame_batch(episode, tick)
-            loss = F.mse_loss(autoencoder.decode(autoencoder.encode(frames, planes), planes), frames)
+            loss = reconstruction_loss(
+                autoencoder.decode(autoencoder.encode(frames, planes), planes), frames, self.config.edge_weight
+            )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -188,7 +211,7 @@ def evaluate(model: WorldModel, held_out: Episodes, mean_frame: torch.Tensor, de
         columns = torch.from_numpy(held_out.columns[episode]).to(device)
         scalars = torch.from_numpy(held_out.scalars[episode]).to(device)
         events = torch.from_numpy(held_out.events[episode]).to(device)
-        planes = model.planes(columns, scalars, events)
+        planes = model.planes(columns, scalars, events, torch.from_numpy(held_out.overlay[episode]).to(device))
         latents = model.autoencoder.encode(frames, planes)  # (L, C, g, g)
         sums["autoencoder"] += psnr(model.autoencoder.decode(latents, planes), frames)
         predicted = model.dynamics(latents[None, :-1], columns[None, 1:], scalars[None, 1:], events[None, 1:])[0]
@@ -235,18 +258,18 @@ def train(config: TrainConfig, output: Path, command: str) -> dict:
     held_out = episodes(held_out_seeds, config.episode_length, model_config.frame_size)
     data_seconds = time.perf_counter() - started
     trainer = Trainer(WorldModel(model_config), data, config, device)
+    # Each phase leaves a checkpoint behind, so that a run stopped early still has its finished phases.
     losses = {"autoencoder": trainer.train_autoencoder(config.autoencoder_steps)}
+    save_world_model(trainer.model, output / CHECKPOINT_NAME, {"command": command, "finished_phase": "autoencoder"})
     trainer.encode_all()
     losses["dynamics"] = trainer.train_dynamics(config.dynamics_steps, self_forcing=False)
+    save_world_model(trainer.model, output / CHECKPOINT_NAME, {"command": command, "finished_phase": "dynamics"})
     losses["self_forcing"] = trainer.train_dynamics(config.self_forcing_steps, self_forcing=True)
     mean_frame = torch.from_numpy(data.frames.mean(axis=(0, 1), dtype=np.float32) / 255).movedim(-1, 0).to(device)
     metrics = evaluate(trainer.model, held_out, mean_frame, device)
-    output.mkdir(parents=True, exist_ok=True)
-    save_world_model(trainer.model, output / "world_model.pt")
     report = {
         "command": command,
         "train_config": asdict(config),
-        "model_config": asdict(model_config),
         "parameters": sum(parameter.numel() for parameter in trainer.model.parameters()),
         "device": str(device),
         "data_seconds": round(data_seconds, 1),
@@ -254,13 +277,13 @@ def train(config: TrainConfig, output: Path, command: str) -> dict:
         "final_losses": {phase: float(np.mean(values[-50:])) if values else None for phase, values in losses.items()},
         **{name: round(value, 2) for name, value in metrics.items()},
     }
-    (output / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+    save_world_model(trainer.model, output / CHECKPOINT_NAME, report)
     return report
 
 
 def parse_arguments(arguments: Sequence[str]) -> tuple[TrainConfig, Path]:
     parser = argparse.ArgumentParser(prog="python -m inference.world.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--output", type=Path, required=True, help="folder for world_model.pt and metrics.json")
+    parser.add_argument("--output", type=Path, required=True, help="folder for world_model.safetensors and .json")
     defaults = TrainConfig()
     for name, value in asdict(defaults).items():
         choices = sorted(MODELS) if name == "model" else None
