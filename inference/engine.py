@@ -8,16 +8,19 @@ process is the only bridge (the split nanochat keeps in `nanochat/engine.py`).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import io
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 from PIL import Image
 
-from inference.world.events import MAX_ACTION, parse_event
+from inference.world.events import MAX_ACTION, WorldEvent, parse_event
 from inference.world.renderer import render
 from inference.world.spec import WorldSpec
 from inference.world.state import WorldState, from_snapshot, initial_state, step, to_snapshot
@@ -48,6 +51,11 @@ class WorldEngine(ABC):
     """
 
     name: ClassVar[str]
+
+    @classmethod
+    def available(cls) -> bool:
+        """Whether this process can build the engine with its defaults (a model engine needs its checkpoint)."""
+        return True
 
     @abstractmethod
     def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None) -> str:
@@ -86,6 +94,25 @@ class StepError(ValueError):
     def __init__(self, session: str, message: str) -> None:
         super().__init__(f"session {session}: {message}")
         self.session = session
+
+
+def parse_batch(batch: list[StepRequest], sessions: Container[str]) -> list[tuple[str, int, list[WorldEvent]]]:
+    """Check a whole batch before any session steps, so that a bad request leaves every session as it was."""
+    parsed = []
+    seen = set()
+    for session, action, events in batch:
+        if session not in sessions:
+            raise StepError(session, "no such session")
+        if session in seen:
+            raise StepError(session, "appears twice in one batch")
+        seen.add(session)
+        if not isinstance(action, int) or not 0 <= action <= MAX_ACTION:
+            raise StepError(session, f"action must be a bitmask 0..{MAX_ACTION}, got {action}")
+        try:
+            parsed.append((session, action, [parse_event(event) for event in events]))
+        except ValueError as error:
+            raise StepError(session, str(error)) from error
+    return parsed
 
 
 def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
@@ -141,21 +168,7 @@ class RaycastEngine(WorldEngine):
         return session
 
     def step(self, batch: list[StepRequest]) -> list[Frame]:
-        # Validate the whole batch first, so that a bad request leaves every session as it was.
-        parsed = []
-        seen = set()
-        for session, action, events in batch:
-            if session not in self._sessions:
-                raise StepError(session, "no such session")
-            if session in seen:
-                raise StepError(session, "appears twice in one batch")
-            seen.add(session)
-            if not isinstance(action, int) or not 0 <= action <= MAX_ACTION:
-                raise StepError(session, f"action must be a bitmask 0..{MAX_ACTION}, got {action}")
-            try:
-                parsed.append((session, action, [parse_event(event) for event in events]))
-            except ValueError as error:
-                raise StepError(session, str(error)) from error
+        parsed = parse_batch(batch, self._sessions)
         frames = []
         for session, action, world_events in parsed:
             held = self._sessions[session]
@@ -172,17 +185,36 @@ class RaycastEngine(WorldEngine):
 
 
 _ENGINES: dict[str, type[WorldEngine]] = {RaycastEngine.name: RaycastEngine}
+# Engines that need torch, by name: "module:class", imported on first use, so that the worker and the platform
+# import torch only where a neural engine can run.
+_TORCH_ENGINES = {"worldmodel": "inference.world_model_engine:WorldModelEngine"}
+
+
+def _engine_class(name: str) -> type[WorldEngine] | None:
+    if name in _ENGINES:
+        return _ENGINES[name]
+    if name not in _TORCH_ENGINES or importlib.util.find_spec("torch") is None:
+        return None
+    module, class_name = _TORCH_ENGINES[name].split(":")
+    return getattr(importlib.import_module(module), class_name)
 
 
 def available_engines() -> dict[str, type[WorldEngine]]:
-    """Engines this process can serve, by name (a copy: callers cannot change the registry)."""
-    return dict(_ENGINES)
+    """Engines this process can serve with their defaults, by name.
+
+    An engine whose checkpoint is missing is left out: the worker announces only what it can run.
+    """
+    engines = {}
+    for name in [*_ENGINES, *_TORCH_ENGINES]:
+        engine_class = _engine_class(name)
+        if engine_class is not None and engine_class.available():
+            engines[name] = engine_class
+    return engines
 
 
 def create_engine(name: str, **options: Any) -> WorldEngine:
-    """Build the engine called `name` with its keyword options."""
-    try:
-        engine_class = _ENGINES[name]
-    except KeyError:
-        raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(_ENGINES))}") from None
+    """Build the engine called `name` with its keyword options (a model engine may be given its checkpoint)."""
+    engine_class = _engine_class(name)
+    if engine_class is None:
+        raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(available_engines()))}")
     return engine_class(**options)
