@@ -10,6 +10,20 @@ Version 1. The worker opens a WebSocket to `/ws/workers/` with the header `Autho
 | worker → platform  | `worker.heartbeat` | `free_slots`                                              |
 | platform → worker  | `error`            | `error` (a sentence), `received_type` when known          |
 
+Sessions (the platform logs every input before it forwards it, and numbers it in the session's sequence):
+
+- platform → worker `session.open`: `session`, `engine`, `spec`, `story` (or null), `snapshot` (or null:
+  `tick`, `sequence`, `engine_state` in base64, `narrative`), `replay` (logged inputs already applied, each
+  with `sequence`, `tick`, `input`, `events`, `story`), `pending` (logged, not yet applied: `sequence`,
+  `input`) and `target_tick` (the last frame the platform saw). A reopened session replays to that tick.
+- platform → worker `session.input`: `session`, `sequence`, `input`; `session.close`: `session`.
+- worker → platform binary frames: `WORKER_FRAME_HEADER` (session UUID, frame number, last applied
+  sequence), then the JPEG.
+- worker → platform `session.opened` (`tick`), `session.applied` (`sequence`, the `tick` it applies at, the
+  `events` it became, the `story` state after a choice), `session.snapshot` (`tick`, `sequence`,
+  `engine_state`, `narrative`), and `session.narration` / `session.choices` / `session.error`, which the
+  platform relays to the session's browsers. A worker may only speak of sessions assigned to it.
+
 A malformed or unknown message is answered with `error` and the connection stays open. Both sides build and
 check messages only through the functions below, so the protocol is written down in one place.
 """
@@ -17,10 +31,22 @@ check messages only through the functions below, so the protocol is written down
 from __future__ import annotations
 
 import json
+import struct
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 PROTOCOL_VERSION = 1
+WORKER_FRAME_HEADER = struct.Struct(">16sII")
+# Messages a worker sends about a session, relayed to the session's browsers or recorded by the platform.
+SESSION_MESSAGE_TYPES = (
+    "session.opened",
+    "session.applied",
+    "session.snapshot",
+    "session.narration",
+    "session.choices",
+    "session.error",
+)
 
 
 class ProtocolError(ValueError):
@@ -116,3 +142,25 @@ def _count(message: dict[str, Any], field: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 10_000:
         raise ProtocolError(f"'{field}' must be a whole number from 0 to 10000")
     return value
+
+
+def frame_encode(*, session: str, number: int, sequence: int, jpeg: bytes) -> bytes:
+    return WORKER_FRAME_HEADER.pack(uuid.UUID(session).bytes, number, sequence) + jpeg
+
+
+def frame_decode(data: bytes) -> tuple[str, int, int, bytes]:
+    """(session id, frame number, last applied sequence, JPEG) of a worker's binary frame."""
+    if len(data) <= WORKER_FRAME_HEADER.size:
+        raise ProtocolError("a frame needs its header and an image")
+    session, number, sequence = WORKER_FRAME_HEADER.unpack_from(data)
+    return str(uuid.UUID(bytes=session)), number, sequence, data[WORKER_FRAME_HEADER.size :]
+
+
+def parse_session_message(message: dict[str, Any]) -> str:
+    """The session id a worker's session message is about, after checking the message's type and id."""
+    if message["type"] not in SESSION_MESSAGE_TYPES:
+        raise ProtocolError(f"unknown message type {message['type']!r}")
+    try:
+        return str(uuid.UUID(str(message.get("session"))))
+    except ValueError:
+        raise ProtocolError("'session' must be a session id") from None

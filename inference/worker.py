@@ -16,13 +16,18 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection
 
 from inference import protocol
-from inference.engine import available_engines
+from inference.engine import available_engines, create_engine
+from inference.play.host import SessionHost
 
 logger = logging.getLogger("inference.worker")
 
@@ -41,16 +46,25 @@ class WorkerConfig:
     device: str = "cpu"
     # Longest wait between reconnection attempts: long enough not to hammer a platform that is restarting.
     max_backoff_seconds: float = 30.0
+    # 20 frames a second reads as motion and leaves a CPU worker time to batch several sessions.
+    frames_per_second: float = 20.0
 
 
 class InferenceWorker:
-    """One worker process's connection to the platform."""
+    """One worker process's connection to the platform, and the sessions it runs."""
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
-        self.engines = sorted(available_engines())
-        self.free_slots = config.slots
+        self.engines = {name: create_engine(name, device=config.device) for name in sorted(available_engines())}
+        self.host = SessionHost(self.engines)
+        # Engines run on one thread of their own: stepping never blocks the connection, and an engine is
+        # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
+        self.engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self.connected = asyncio.Event()
+
+    @property
+    def free_slots(self) -> int:
+        return max(self.config.slots - len(self.host.sessions), 0)
 
     async def run(self) -> None:
         """Stay connected until cancelled, reconnecting with exponential backoff."""
@@ -61,6 +75,7 @@ class InferenceWorker:
                     self.config.url,
                     additional_headers={"Authorization": f"Bearer {self.config.token}"},
                     open_timeout=10,
+                    max_size=2**22,
                 ) as connection:
                     backoff = 1.0
                     await self.serve(connection)
@@ -72,43 +87,90 @@ class InferenceWorker:
                 logger.warning("connection to %s lost (%s); retrying in %.0f s", self.config.url, error, backoff)
             finally:
                 self.connected.clear()
+                # The platform reassigns a lost worker's sessions from their snapshots; holding on to them
+                # here would run them twice.
+                await self.on_engine_thread(self.close_all)
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.max_backoff_seconds)
 
     async def serve(self, connection: ClientConnection) -> None:
-        """Announce, then heartbeat while handling what the platform sends, until the connection closes."""
+        """Announce, then heartbeat and tick while handling what the platform sends, until the connection closes."""
         welcome = protocol.decode(await connection.recv())
         if welcome["type"] != "platform.welcome":
             raise protocol.ProtocolError(f"expected platform.welcome, got {welcome['type']}")
         heartbeat_seconds = float(welcome["heartbeat_seconds"])
         hello = protocol.hello_message(
-            engines=self.engines,
-            slots=self.config.slots,
-            free_slots=self.free_slots,
-            device=self.config.device,
+            engines=list(self.engines), slots=self.config.slots, free_slots=self.free_slots, device=self.config.device
         )
         await connection.send(protocol.encode(hello))
         self.connected.set()
-        logger.info("connected to %s as %s with engines %s", self.config.url, welcome["worker"], self.engines)
-        heartbeats = asyncio.create_task(self.heartbeat(connection, heartbeat_seconds))
+        logger.info("connected to %s as %s with engines %s", self.config.url, welcome["worker"], list(self.engines))
+        background = [
+            asyncio.create_task(self.heartbeat(connection, heartbeat_seconds)),
+            asyncio.create_task(self.tick_forever(connection)),
+        ]
         try:
             async for text in connection:
-                self.handle(protocol.decode(text if isinstance(text, str) else None))
+                message = protocol.decode(text if isinstance(text, str) else None)
+                for reply in await self.on_engine_thread(self.handle, message):
+                    await connection.send(protocol.encode(reply))
         finally:
-            heartbeats.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeats
+            for task in background:
+                task.cancel()
+            for task in background:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def heartbeat(self, connection: ClientConnection, interval_seconds: float) -> None:
         while True:
             await asyncio.sleep(interval_seconds)
             await connection.send(protocol.encode(protocol.heartbeat_message(free_slots=self.free_slots)))
 
-    def handle(self, message: dict[str, object]) -> None:
-        if message["type"] == "error":
+    async def tick_forever(self, connection: ClientConnection) -> None:
+        """Step every session once per tick, as one batch, and send the frames and any due snapshots."""
+        interval = 1 / self.config.frames_per_second
+        next_tick = time.monotonic()
+        while True:
+            next_tick += interval
+            if self.host.sessions:
+                frames, snapshots = await self.on_engine_thread(self.host.tick)
+                for frame, sequence in frames:
+                    encoded = protocol.frame_encode(
+                        session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
+                    )
+                    await connection.send(encoded)
+                for snapshot in snapshots:
+                    await connection.send(protocol.encode(snapshot))
+            # A worker that falls behind steps as fast as it can rather than bursting to catch up.
+            next_tick = max(next_tick, time.monotonic())
+            await asyncio.sleep(next_tick - time.monotonic())
+
+    def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """Apply one platform message to the hosted sessions (on the engine thread); return the replies."""
+        kind = message["type"]
+        try:
+            if kind == "session.open":
+                return self.host.open(message)
+            if kind == "session.input":
+                return self.host.input(message["session"], int(message["sequence"]), message["input"])
+            if kind == "session.close":
+                self.host.close(message["session"])
+                return []
+        except (KeyError, ValueError) as error:
+            logger.exception("could not apply %s", kind)
+            return [{"type": "session.error", "session": message.get("session"), "error": f"worker: {error}"}]
+        if kind == "error":
             logger.error("platform reported: %s", message.get("error"))
         else:
-            logger.warning("ignoring a %s message this worker does not handle", message["type"])
+            logger.warning("ignoring a %s message this worker does not handle", kind)
+        return []
+
+    def close_all(self) -> None:
+        for session in list(self.host.sessions):
+            self.host.close(session)
+
+    async def on_engine_thread(self, function: Callable[..., Any], *arguments: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.engine_thread, function, *arguments)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -163,6 +163,45 @@ def wait_until(condition: Any, timeout_seconds: float = 15.0, interval_seconds: 
     raise AssertionError(f"condition not met within {timeout_seconds} s")
 
 
+CHROMIUM = "/usr/bin/chromium"
+# Chromium's background services try the network, which this machine closes; these flags keep it quiet.
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright (never a downloaded browser); skipped on a laptop without it."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI_REQUIRE_SERVICES"):
+            pytest.fail(f"CI needs Chromium at {CHROMIUM}")
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (.ci/run does)")
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop running on this thread between calls, so Django would refuse
+    # the test's own database work; the documented remedy (Playwright's Django notes) is this switch.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, live_platform: LivePlatform) -> Iterator[Any]:
+    """A fresh browser tab whose relative URLs go to the live platform."""
+    context = browser.new_context(base_url=live_platform.url)
+    yield context.new_page()
+    context.close()
+
+
 @pytest.fixture
 def redis_url() -> str:
     """A reachable Redis: the configured one, or the local default; skipped locally when there is none."""

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from accounts.tests.factories import PASSWORD
-from tests.fixtures import LivePlatform
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-# Chromium's background services try the network, which this machine closes; these flags keep it quiet.
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 RELATIVE_LUMINANCE = """
 (color) => {
@@ -35,29 +19,6 @@ RELATIVE_LUMINANCE = """
   return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 }
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI_REQUIRE_SERVICES"):
-            pytest.fail(f"CI needs Chromium at {CHROMIUM}")
-        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (.ci/run does)")
-    # Playwright's sync API keeps an event loop running on this thread between calls, so Django would refuse
-    # the test's own database work; the documented remedy (Playwright's Django notes) is this switch.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser: Browser, live_platform: LivePlatform) -> Iterator[Page]:
-    context = browser.new_context(base_url=live_platform.url)
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def contrast(page: Page, selector: str) -> float:

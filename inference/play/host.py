@@ -39,6 +39,8 @@ class HostedSession:
     tick: int
     applied_sequence: int = 0
     held_keys: set[str] = field(default_factory=set)
+    # Live worlds: each other participant's held keys, which walk their avatar.
+    participant_keys: dict[str, set[str]] = field(default_factory=dict)
     pending_events: list[dict[str, Any]] = field(default_factory=list)
     paused: bool = False
     story: StoryGraph | None = None
@@ -49,6 +51,7 @@ class HostedSession:
     def narrative(self) -> dict[str, Any]:
         return {
             "held_keys": sorted(self.held_keys),
+            "participant_keys": {name: sorted(keys) for name, keys in self.participant_keys.items()},
             "paused": self.paused,
             "story": self.story_state.to_dict() if self.story_state else None,
         }
@@ -83,6 +86,7 @@ class SessionHost:
             hosted.story = StoryGraph(message["story"])
         narrative = snapshot["narrative"] if snapshot else {}
         hosted.held_keys = set(narrative.get("held_keys", []))
+        hosted.participant_keys = {name: set(keys) for name, keys in narrative.get("participant_keys", {}).items()}
         hosted.paused = bool(narrative.get("paused"))
         if hosted.story is not None:
             story = narrative.get("story")
@@ -110,7 +114,10 @@ class SessionHost:
 
     def apply_logged(self, hosted: HostedSession, entry: Message) -> None:
         """Re-apply an input exactly as it was first applied, from what the log recorded."""
-        self.change_keys(hosted, entry["input"])
+        if "participant" in entry["input"]:
+            self.avatar_events(hosted, entry["input"])  # its events are in the log; this restores the held keys
+        else:
+            self.change_keys(hosted, entry["input"])
         hosted.pending_events += entry.get("events", [])
         if entry.get("story"):
             hosted.story_state = StoryState.from_dict(entry["story"])
@@ -126,7 +133,9 @@ class SessionHost:
         kind = given["type"]
         events: list[dict[str, Any]] = []
         outgoing: list[Message] = []
-        if kind in ("key_down", "key_up"):
+        if kind in ("key_down", "key_up") and "participant" in given:
+            events = self.avatar_events(hosted, given)
+        elif kind in ("key_down", "key_up"):
             self.change_keys(hosted, given)
         elif kind == "prompt":
             events = events_from_prompt(given["text"])
@@ -162,6 +171,22 @@ class SessionHost:
         elif given["type"] == "key_up":
             hosted.held_keys.discard(key)
 
+    @staticmethod
+    def avatar_events(hosted: HostedSession, given: Message) -> list[dict[str, Any]]:
+        """A Live participant's keys walk their avatar: it joins on their first key, then moves as they hold."""
+        name = given["participant"]
+        events: list[dict[str, Any]] = []
+        if name not in hosted.participant_keys:
+            hosted.participant_keys[name] = set()
+            events.append({"kind": "join", "name": name})
+        keys = hosted.participant_keys[name]
+        if given["type"] == "key_down" and given.get("key") in MOVEMENT_KEYS:
+            keys.add(given["key"])
+        else:
+            keys.discard(given.get("key"))
+        events.append({"kind": "move", "name": name, "action": int(action_from_keys(keys))})
+        return events
+
     def story_messages(self, hosted: HostedSession) -> list[Message]:
         assert hosted.story is not None and hosted.story_state is not None
         state = hosted.story_state
@@ -172,10 +197,13 @@ class SessionHost:
         ]  # fmt: skip
         return messages
 
-    def tick(self) -> tuple[list[Frame], list[Message]]:
-        """Step every running session once (one batch per engine); return frames and due snapshots."""
+    def tick(self) -> tuple[list[tuple[Frame, int]], list[Message]]:
+        """Step every running session once (one batch per engine).
+
+        Returns each frame with the session's last applied input sequence, and the snapshots now due.
+        """
         running = [hosted for hosted in self.sessions.values() if not hosted.paused]
-        frames = self.step_sessions(running)
+        frames = [(frame, self.sessions[frame.session].applied_sequence) for frame in self.step_sessions(running)]
         now = time.monotonic()
         snapshots = []
         for hosted in running:

@@ -41,8 +41,8 @@ def test_all_sessions_step_as_one_batch_and_frames_number_by_tick() -> None:
         session_host.open(open_message(name))
     frames, _ = session_host.tick()
     frames, _ = session_host.tick()
-    assert sorted(frame.session for frame in frames) == ["a", "b", "c"]
-    assert {frame.number for frame in frames} == {2}
+    assert sorted(frame.session for frame, _ in frames) == ["a", "b", "c"]
+    assert {frame.number for frame, _ in frames} == {2}
 
 
 def test_a_reopened_session_replays_its_log_to_the_same_state_without_repeating_inputs() -> None:
@@ -117,4 +117,24 @@ def test_a_paused_session_does_not_step() -> None:
     assert frames == []
     session_host.input("s", 2, {"type": "resume"})
     frames, _ = session_host.tick()
-    assert [frame.number for frame in frames] == [1]
+    assert [(frame.number, sequence) for frame, sequence in frames] == [(1, 2)]
+
+
+def test_a_live_participant_walks_an_avatar_and_a_replay_restores_it() -> None:
+    live = host()
+    live.open(open_message("s"))
+    logged = []
+    for sequence, given in enumerate(
+        [{"type": "key_down", "key": "KeyW", "participant": "ana"}, {"type": "key_down", "key": "KeyW"}], start=1
+    ):
+        applied = live.input("s", sequence, given)[0]
+        logged.append({"sequence": sequence, "input": given, "tick": applied["tick"], "events": applied["events"]})
+        live.tick()
+    assert [event["kind"] for event in logged[0]["events"]] == ["join", "move"]
+    for _ in range(5):
+        live.tick()
+    avatar = world_state(live, "s").avatars[0]
+    assert avatar.name == "ana"
+    reopened = host()
+    reopened.open(open_message("s", replay=logged, target_tick=live.sessions["s"].tick))
+    assert world_state(reopened, "s") == world_state(live, "s")

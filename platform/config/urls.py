@@ -11,6 +11,8 @@ from common.views import healthz
 api_urlpatterns = [
     path("accounts/", include("accounts.apis")),
     path("", include("worlds.api_urls")),
+    path("gallery/", include("gallery.api_urls")),
+    path("moderation/", include("moderation.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
@@ -22,5 +24,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("moderation/", include("moderation.urls")),
     path("studio/", include("worlds.urls")),
+    path("play/", include("stories.urls")),
     path("", include("gallery.urls")),
 ]

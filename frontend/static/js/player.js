@@ -1,0 +1,183 @@
+// The player: draws the frames a session streams, sends keys, prompts, choices and speech (stories/PROTOCOL.md).
+// Inputs carry increasing sequence numbers kept across reloads; any not yet accepted are sent again after a
+// reconnect, and the platform ignores the duplicates, so nothing typed or pressed is lost or applied twice.
+(() => {
+  "use strict";
+  const root = document.getElementById("player");
+  if (!root) return;
+  const sessionId = root.dataset.session;
+  const canvas = root.querySelector("canvas");
+  const context = canvas.getContext("2d");
+  const statusLine = root.querySelector(".player-status");
+  const log = root.querySelector(".player-log");
+  const choiceBar = root.querySelector(".player-choices");
+  const sequenceKey = `worldloom.sequence.${sessionId}`;
+  const keyNames = new Set(["KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight"]);
+  const keyAliases = { ArrowUp: "KeyW", ArrowDown: "KeyS" };
+
+  let socket = null;
+  let sequence = Number(sessionStorage.getItem(sequenceKey) || 0);
+  const unconfirmed = new Map(); // client sequence -> message, until the platform has logged it
+  const awaitingFrame = new Map(); // session sequence -> time sent, to measure input-to-frame latency
+  const held = new Set();
+  let state = "connecting";
+  let queueText = "";
+  let framesSeen = 0;
+  let framesPerSecond = 0;
+  let latency = null;
+  let backoff = 500;
+  let drawing = false;
+
+  function showStatus() {
+    const parts = [state === "running" ? "Live" : state];
+    if (queueText) parts.push(queueText);
+    if (state === "running") parts.push(`${framesPerSecond} fps`);
+    if (latency !== null) parts.push(`${Math.round(latency)} ms`);
+    statusLine.textContent = parts.join(" · ");
+  }
+  setInterval(() => { framesPerSecond = framesSeen; framesSeen = 0; showStatus(); }, 1000);
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}/ws/play/${sessionId}/`);
+    socket.binaryType = "arraybuffer";
+    socket.addEventListener("open", () => {
+      backoff = 500;
+      for (const message of unconfirmed.values()) socket.send(JSON.stringify(message));
+    });
+    socket.addEventListener("message", (event) => {
+      if (event.data instanceof ArrayBuffer) frame(event.data);
+      else handle(JSON.parse(event.data));
+    });
+    socket.addEventListener("close", () => {
+      if (state === "ended") return;
+      state = "reconnecting";
+      showStatus();
+      setTimeout(connect, backoff);
+      backoff = Math.min(backoff * 2, 10000);
+    });
+  }
+
+  function frame(buffer) {
+    const header = new DataView(buffer, 0, 8);
+    const number = header.getUint32(0);
+    const applied = header.getUint32(4);
+    socket.send(JSON.stringify({ type: "ack", frame: number }));
+    framesSeen += 1;
+    const now = performance.now();
+    for (const [sent, at] of awaitingFrame) {
+      if (sent <= applied) { latency = now - at; awaitingFrame.delete(sent); }
+    }
+    if (drawing) return; // a newer frame will follow; never queue decodes behind a slow one
+    drawing = true;
+    createImageBitmap(new Blob([buffer.slice(8)], { type: "image/jpeg" }))
+      .then((bitmap) => {
+        context.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+        canvas.dataset.frame = String(number);
+        bitmap.close();
+      })
+      .finally(() => { drawing = false; });
+  }
+
+  function handle(message) {
+    switch (message.type) {
+      case "welcome": state = message.status; break;
+      case "status":
+        state = message.state;
+        queueText = message.state === "queued" ? `place ${message.queue_place} in the queue, about ${message.estimated_wait_s} s` : "";
+        if (message.state === "ended") say(`The session ended: ${message.reason}`);
+        break;
+      case "accepted": {
+        const sent = unconfirmed.get(message.seq);
+        unconfirmed.delete(message.seq);
+        if (sent && !message.duplicate) awaitingFrame.set(message.sequence, performance.now());
+        break;
+      }
+      case "narration": say(message.text); break;
+      case "choices": showChoices(message.choices); break;
+      case "character_line": say(`${message.character}: ${message.text}`); break;
+      case "error": say(`⚠ ${message.error}`, "player-error"); break;
+      default: break;
+    }
+    showStatus();
+  }
+
+  function say(text, className) {
+    const item = document.createElement("li");
+    item.textContent = text; // text, never markup: what workers and models write stays inert
+    if (className) item.className = className;
+    log.append(item);
+    log.scrollTop = log.scrollHeight;
+  }
+
+  function showChoices(choices) {
+    choiceBar.replaceChildren();
+    choices.forEach((text, index) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = text;
+      button.addEventListener("click", () => { send("choice", { index }); choiceBar.replaceChildren(); });
+      choiceBar.append(button);
+    });
+  }
+
+  function send(type, fields = {}) {
+    if (root.dataset.role !== "player") return;
+    sequence += 1;
+    sessionStorage.setItem(sequenceKey, String(sequence));
+    const message = { type, seq: sequence, ...fields };
+    unconfirmed.set(sequence, message);
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  }
+
+  function press(key) { if (!held.has(key)) { held.add(key); send("key_down", { key }); } }
+  function release(key) { if (held.delete(key)) send("key_up", { key }); }
+
+  function typing(target) { return target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement; }
+  document.addEventListener("keydown", (event) => {
+    const key = keyAliases[event.code] || event.code;
+    if (!keyNames.has(key) || typing(event.target)) return;
+    event.preventDefault();
+    press(key);
+  });
+  document.addEventListener("keyup", (event) => {
+    const key = keyAliases[event.code] || event.code;
+    if (keyNames.has(key)) release(key);
+  });
+  window.addEventListener("blur", () => { for (const key of [...held]) release(key); });
+
+  for (const button of root.querySelectorAll(".player-pad [data-key]")) {
+    const key = button.dataset.key;
+    button.addEventListener("pointerdown", (event) => { event.preventDefault(); press(key); });
+    for (const end of ["pointerup", "pointerleave", "pointercancel"]) button.addEventListener(end, () => release(key));
+  }
+
+  const promptForm = root.querySelector(".player-prompt");
+  if (promptForm) {
+    const input = promptForm.querySelector("input");
+    promptForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (input.value.trim()) { send("prompt", { text: input.value.trim() }); input.value = ""; }
+    });
+    const pause = promptForm.querySelector(".player-pause");
+    pause.addEventListener("click", () => {
+      const paused = pause.textContent === "Resume";
+      send(paused ? "resume" : "pause");
+      pause.textContent = paused ? "Pause" : "Resume";
+    });
+  }
+  const chatForm = root.querySelector(".player-chat");
+  if (chatForm) {
+    chatForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = chatForm.querySelector("#chat-text");
+      if (!text.value.trim()) return;
+      send("speech", { character: chatForm.querySelector("select").value, text: text.value.trim() });
+      say(`You: ${text.value.trim()}`);
+      text.value = "";
+    });
+  }
+
+  connect();
+  showStatus();
+})();

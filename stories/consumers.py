@@ -1,0 +1,124 @@
+"""The browser's end of a play session (`/ws/play/<session>/`); the protocol is stories/PROTOCOL.md.
+
+Frames are flow-controlled: at most `FRAMES_IN_FLIGHT` unacknowledged frames per browser, and while that
+many are in flight only the newest frame waits. So a slow browser gets the newest frame when it catches up,
+and the memory a browser can make the server hold stays bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from stories import protocol, services
+from stories.models import PlaySession, SessionStatus
+from stories.selectors import session_role
+
+FRAMES_IN_FLIGHT = 2
+# Inputs per second a browser may send, and the burst it may save up: key repeat and typing stay well under.
+INPUT_RATE_PER_SECOND = 30
+INPUT_BURST = 60
+
+
+def session_for(session_id: str) -> PlaySession | None:
+    return PlaySession.objects.select_related("version").filter(pk=session_id).first()
+
+
+class PlayConsumer(AsyncWebsocketConsumer):
+    """One browser watching (and, as a player, steering) one session."""
+
+    session: PlaySession | None = None
+
+    async def connect(self) -> None:
+        user = self.scope["user"]
+        self.session = await database_sync_to_async(session_for)(self.scope["url_route"]["kwargs"]["session_id"])
+        role = None
+        if self.session is not None:
+            role = await database_sync_to_async(session_role)(session=self.session, user=user)
+        if role is None:
+            await self.close()  # before accept: the handshake ends with 403 and no frame is ever sent
+            return
+        self.role = role
+        self.group = services.session_group(self.session.pk)
+        self.sent_frame = self.acked_frame = 0
+        self.waiting_frame: bytes | None = None
+        self.tokens, self.tokens_at = float(INPUT_BURST), time.monotonic()
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json(
+            {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
+             "role": role, "status": self.session.status}
+        )  # fmt: skip
+        if self.session.status == SessionStatus.QUEUED:
+            await database_sync_to_async(services.session_dispatch)(session=self.session)
+
+    async def disconnect(self, code: int) -> None:
+        if self.session is not None and hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
+        try:
+            message = protocol.parse(text_data, size)
+        except protocol.PlayProtocolError as error:
+            await self.send_json({"type": "error", "error": str(error)})
+            return
+        if isinstance(message, protocol.Ack):
+            await self.frames_acknowledged(message.frame)
+            return
+        if self.role != "player":
+            await self.send_json({"type": "error", "error": "spectators watch; only players send inputs",
+                                  "seq": message.client_sequence})  # fmt: skip
+            return
+        if not self.take_token():
+            await self.send_json(
+                {"type": "error", "error": "too many inputs; slow down", "seq": message.client_sequence}
+            )
+            return
+        event, new = await database_sync_to_async(services.session_input_append)(
+            session=self.session, player=self.scope["user"], client_sequence=message.client_sequence,
+            payload=message.payload,
+        )  # fmt: skip
+        await self.send_json({"type": "accepted", "seq": message.client_sequence, "sequence": event.sequence,
+                              "duplicate": not new})  # fmt: skip
+
+    def take_token(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(INPUT_BURST, self.tokens + (now - self.tokens_at) * INPUT_RATE_PER_SECOND)
+        self.tokens_at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+    async def session_frame(self, event: dict[str, Any]) -> None:
+        """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""
+        if event["number"] <= self.sent_frame:
+            return
+        data = protocol.BROWSER_FRAME_HEADER.pack(event["number"], event["sequence"]) + event["jpeg"]
+        if self.sent_frame - self.acked_frame >= FRAMES_IN_FLIGHT:
+            self.waiting_frame = data
+            return
+        await self.send_frame(event["number"], data)
+
+    async def frames_acknowledged(self, frame: int) -> None:
+        self.acked_frame = max(self.acked_frame, min(frame, self.sent_frame))
+        if self.waiting_frame is not None and self.sent_frame - self.acked_frame < FRAMES_IN_FLIGHT:
+            data, self.waiting_frame = self.waiting_frame, None
+            number, _ = protocol.BROWSER_FRAME_HEADER.unpack_from(data)
+            await self.send_frame(number, data)
+
+    async def send_frame(self, number: int, data: bytes) -> None:
+        self.sent_frame = number
+        await self.send(bytes_data=data)
+
+    async def session_message(self, event: dict[str, Any]) -> None:
+        """Narration, choices, status: relayed as they are."""
+        await self.send_json(event["message"])
+
+    async def send_json(self, message: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(message, separators=(",", ":")))

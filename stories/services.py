@@ -1,0 +1,201 @@
+"""Writes about play sessions: starting and queueing, dispatch to workers, the input log, snapshots, failover.
+
+Messages to workers and browsers leave through the channel layer only after the transaction that decided
+them commits (`transaction.on_commit`), so no worker is told of a session the database does not have.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from accounts.models import User
+from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
+from stories.selectors import (
+    last_frame_key,
+    queue_estimated_wait_seconds,
+    queue_place,
+    session_open_message,
+    worker_least_loaded,
+)
+from workers.models import WorkerNode
+from worlds.models import WorldVersion
+
+SNAPSHOTS_KEPT = 3  # the newest is what a failover needs; two more in case the newest was cut short
+
+
+def session_group(session_id: Any) -> str:
+    """The channel-layer group of a session's browsers."""
+    return f"play.{session_id}"
+
+
+def send_to_worker(channel_name: str, message: dict[str, Any]) -> None:
+    transaction.on_commit(
+        lambda: async_to_sync(get_channel_layer().send)(channel_name, {"type": "worker.forward", "message": message})
+    )
+
+
+def send_to_browsers(session_id: Any, message: dict[str, Any]) -> None:
+    transaction.on_commit(
+        lambda: async_to_sync(get_channel_layer().group_send)(
+            session_group(session_id), {"type": "session.message", "message": message}
+        )
+    )
+
+
+@transaction.atomic
+def session_start(*, version: WorldVersion, owner: User) -> PlaySession:
+    """A new session of a published version for `owner`, dispatched at once or queued."""
+    session = PlaySession.objects.create(
+        version=version,
+        owner=owner,
+        engine=version.document["world"]["engine"],
+        is_live=version.document["world"]["category"] == "live",
+        queued_at=timezone.now(),
+    )
+    session_dispatch(session=session)
+    return session
+
+
+@transaction.atomic
+def live_session_join(*, version: WorldVersion, user: User) -> PlaySession:
+    """The one running session of a Live world (started if there is none), with `user` as a participant."""
+    session = (
+        PlaySession.objects.select_for_update()
+        .filter(version__world=version.world, is_live=True)
+        .exclude(status=SessionStatus.ENDED)
+        .order_by("created_at")
+        .first()
+    )
+    if session is None:
+        session = session_start(version=version, owner=user)
+    elif session.owner_id != user.pk:
+        session.participants.add(user)
+    return session
+
+
+@transaction.atomic
+def session_dispatch(*, session: PlaySession) -> WorkerNode | None:
+    """Give a queued session to the least-loaded worker that runs its engine; leave it queued if none can."""
+    # One dispatcher at a time: two sessions must not both take a worker's last slot.
+    list(WorkerNode.objects.select_for_update().order_by("id").values_list("id", flat=True))
+    session = PlaySession.objects.select_for_update().get(pk=session.pk)
+    if session.status != SessionStatus.QUEUED:
+        return session.worker
+    worker = worker_least_loaded(engine=session.engine)
+    if worker is None:
+        place = queue_place(session=session)
+        send_to_browsers(session.pk, {"type": "status", "state": "queued", "queue_place": place,
+                                      "estimated_wait_s": queue_estimated_wait_seconds(place=place)})  # fmt: skip
+        return None
+    session.status, session.worker = SessionStatus.RUNNING, worker
+    session.save(update_fields=["status", "worker"])
+    send_to_worker(worker.channel_name, session_open_message(session=session))
+    send_to_browsers(session.pk, {"type": "status", "state": "running", "worker": worker.name})
+    return worker
+
+
+def sessions_dispatch_queued() -> int:
+    """Dispatch waiting sessions, first come first served, while workers have room; how many were placed."""
+    placed = 0
+    for session in PlaySession.objects.filter(status=SessionStatus.QUEUED).order_by("queued_at"):
+        if session_dispatch(session=session) is None:
+            break
+        placed += 1
+    for session in PlaySession.objects.filter(status=SessionStatus.QUEUED).order_by("queued_at"):
+        session_dispatch(session=session)  # tells each one still waiting its new place
+    return placed
+
+
+@transaction.atomic
+def session_input_append(
+    *, session: PlaySession, player: User, client_sequence: int, payload: dict[str, Any]
+) -> tuple[SessionEvent, bool]:
+    """Log an input (once, however often the browser resends it) and forward it to the session's worker.
+
+    Returns the logged event and whether it is new.
+    """
+    existing = SessionEvent.objects.filter(session=session, player=player, client_sequence=client_sequence).first()
+    if existing is not None:
+        return existing, False
+    if session.is_live and session.owner_id != player.pk:
+        # The owner's keys steer the camera everyone watches; every other participant walks an avatar.
+        payload = {**payload, "participant": player.get_username()}
+    # Lock the session row so concurrent inputs (Live worlds) take distinct sequence numbers.
+    locked = PlaySession.objects.select_for_update().get(pk=session.pk)
+    sequence = (locked.events.aggregate(last=Max("sequence"))["last"] or 0) + 1
+    try:
+        with transaction.atomic():
+            event = SessionEvent.objects.create(session=locked, sequence=sequence, player=player,
+                                                client_sequence=client_sequence, kind=payload["type"],
+                                                payload=payload)  # fmt: skip
+    except IntegrityError:
+        return SessionEvent.objects.get(session=session, player=player, client_sequence=client_sequence), False
+    PlaySession.objects.filter(pk=session.pk).update(last_active_at=timezone.now())
+    if locked.status == SessionStatus.RUNNING and locked.worker is not None:
+        forwarded = {"type": "session.input", "session": str(session.pk), "sequence": sequence, "input": payload}
+        send_to_worker(locked.worker.channel_name, forwarded)
+    return event, True
+
+
+def session_input_applied(*, session_id: str, sequence: int, tick: int, events: list[Any], story: Any) -> None:
+    """Record the tick an input was applied at and what it became; replay after a failover relies on it."""
+    effects = {"events": events} | ({"story": story} if story is not None else {})
+    SessionEvent.objects.filter(session_id=session_id, sequence=sequence).update(
+        applied_tick=tick, applied_effects=effects
+    )
+
+
+@transaction.atomic
+def session_snapshot_store(*, session_id: str, tick: int, sequence: int, engine_state: bytes, narrative: Any) -> None:
+    SessionSnapshot.objects.create(
+        session_id=session_id, tick=tick, sequence=sequence, engine_state=engine_state, narrative=narrative
+    )
+    PlaySession.objects.filter(pk=session_id, last_frame__lt=tick).update(last_frame=tick)
+    stale = SessionSnapshot.objects.filter(session_id=session_id).order_by("-tick")[SNAPSHOTS_KEPT:]
+    SessionSnapshot.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
+
+
+def session_frame_seen(*, session_id: str, frame: int) -> None:
+    """Remember the newest frame shown, cheaply (every frame): the cache, not the database."""
+    cache.set(last_frame_key(session_id), frame, timeout=None)
+
+
+@transaction.atomic
+def worker_sessions_reassign(*, worker: WorkerNode) -> list[PlaySession]:
+    """After a worker is gone: queue its sessions again and dispatch them to others from their snapshots."""
+    sessions = list(PlaySession.objects.select_for_update().filter(worker=worker, status=SessionStatus.RUNNING))
+    for session in sessions:
+        session.status, session.worker = SessionStatus.QUEUED, None
+        session.last_frame = max(session.last_frame, cache.get(last_frame_key(session.pk), 0))
+        session.save(update_fields=["status", "worker", "last_frame"])
+        send_to_browsers(session.pk, {"type": "status", "state": "reconnecting"})
+    for session in sorted(sessions, key=lambda session: session.queued_at):
+        session_dispatch(session=session)
+    return sessions
+
+
+@transaction.atomic
+def session_end(*, session: PlaySession, reason: str) -> None:
+    worker = session.worker
+    PlaySession.objects.filter(pk=session.pk).update(status=SessionStatus.ENDED, worker=None, ended_reason=reason)
+    if worker is not None:
+        send_to_worker(worker.channel_name, {"type": "session.close", "session": str(session.pk)})
+    send_to_browsers(session.pk, {"type": "status", "state": "ended", "reason": reason})
+    transaction.on_commit(sessions_dispatch_queued)
+
+
+def sessions_end_for_world(world_id: int, reason: str) -> int:
+    """End every open session of a world (a takedown); how many were ended."""
+    sessions = PlaySession.objects.filter(version__world_id=world_id).exclude(status=SessionStatus.ENDED)
+    ended = 0
+    for session in sessions:
+        session_end(session=session, reason=reason)
+        ended += 1
+    return ended

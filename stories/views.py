@@ -1,0 +1,49 @@
+"""Play pages: start or resume a session of a world, and the player itself."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from accounts.roles import PLAY
+from stories import services
+from stories.models import PlaySession
+from stories.selectors import session_role, sessions_open_for, version_playable
+from worlds.models import World
+
+
+@login_required
+@permission_required(PLAY, raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def play(request: HttpRequest, slug: str) -> HttpResponse:
+    world = get_object_or_404(World, slug=slug)
+    version = version_playable(world=world, user=request.user)
+    if version is None:
+        raise Http404("This world has no version you can play yet.")
+    if request.method == "POST":
+        if version.document["world"]["category"] == "live":
+            session = services.live_session_join(version=version, user=request.user)
+        else:
+            session = services.session_start(version=version, owner=request.user)
+        return redirect("stories:session", session_id=session.pk)
+    context = {"world": world, "version": version, "open_sessions": sessions_open_for(world=world, user=request.user)}
+    return render(request, "stories/play.html", context)
+
+
+@login_required
+def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
+    session = get_object_or_404(PlaySession.objects.select_related("version__world"), pk=session_id)
+    role = session_role(session=session, user=request.user)
+    if role is None:
+        raise Http404("No such session.")
+    document = session.version.document
+    context = {
+        "session": session,
+        "role": role,
+        "world": session.version.world,
+        "characters": [character["name"] for character in document.get("characters", [])],
+        "participants": [session.owner, *session.participants.all()] if session.is_live else [],
+    }
+    return render(request, "stories/session.html", context)

@@ -1,0 +1,226 @@
+"""Play end to end: a real daphne, real worker processes, real WebSocket clients (Redis channel layer in CI)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+import websockets
+from django.test import Client
+from PIL import Image, ImageStat
+
+from accounts.models import User
+from accounts.tests.factories import UserFactory
+from inference.engine import RaycastEngine
+from inference.play.host import SessionHost
+from inference.world.state import from_snapshot
+from stories.models import PlaySession, SessionEvent, SessionSnapshot
+from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from tests.fixtures import ROOT, LivePlatform, platform_environment, start_platform, wait_until
+from workers.services import worker_issue_token
+
+pytestmark = pytest.mark.slow
+
+DEMO_STORY = json.loads((ROOT / "worlds" / "demo_content" / "dark-lighthouse.json").read_text())
+
+
+def cookie_for(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+class Player:
+    """A browser's side of the play protocol, as a plain WebSocket client."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.sequence = 0
+        self.frames: list[tuple[int, int, bytes]] = []
+        self.messages: list[dict[str, Any]] = []
+
+    async def send(self, kind: str, **fields: Any) -> int:
+        self.sequence += 1
+        await self.connection.send(json.dumps({"type": kind, "seq": self.sequence, **fields}))
+        return self.sequence
+
+    async def read_until(self, condition: Any, seconds: float = 20) -> Any:
+        """Read (and acknowledge frames) until `condition(self)` is truthy; return what it returned."""
+        async with asyncio.timeout(seconds):
+            while True:
+                message = await self.connection.recv()
+                if isinstance(message, bytes):
+                    number, applied = int.from_bytes(message[:4]), int.from_bytes(message[4:8])
+                    self.frames.append((number, applied, message[8:]))
+                    await self.connection.send(json.dumps({"type": "ack", "frame": number}))
+                else:
+                    self.messages.append(json.loads(message))
+                found = condition(self)
+                if found:
+                    return found
+
+    async def read_until_database(self, condition: Any, seconds: float = 20) -> None:
+        """Keep reading while waiting for `condition()` to hold in the database (checked off the event loop)."""
+        async with asyncio.timeout(seconds):
+            while not await asyncio.to_thread(condition):
+                with contextlib.suppress(TimeoutError):
+                    await self.read_until(lambda _: False, seconds=0.1)
+
+    def last(self, kind: str) -> dict[str, Any] | None:
+        return next((message for message in reversed(self.messages) if message["type"] == kind), None)
+
+
+def brightness(jpeg: bytes) -> float:
+    return ImageStat.Stat(Image.open(io.BytesIO(jpeg)).convert("L")).mean[0]
+
+
+async def play(platform: LivePlatform, session: PlaySession, cookie: str, script: Any) -> Any:
+    headers = {"Cookie": cookie, "Origin": platform.url}
+    async with websockets.connect(f"{platform.ws_url}/ws/play/{session.pk}/", additional_headers=headers) as socket:
+        return await script(Player(socket))
+
+
+def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_platform: LivePlatform) -> None:
+    version = WorldVersionFactory(document=DEMO_STORY)
+    session = PlaySessionFactory(version=version)
+
+    async def script(player: Player) -> None:
+        await player.read_until(lambda p: len(p.frames) >= 3)
+        assert player.last("welcome")["role"] == "player"
+        still = player.frames[-1][2]
+        await player.send("key_down", key="KeyW")
+        accepted = await player.read_until(lambda p: p.last("accepted"))
+        await player.read_until(lambda p: p.frames[-1][1] >= accepted["sequence"] and len(p.frames) > 8)
+        assert player.frames[-1][2] != still
+        await player.send("key_up", key="KeyW")
+        before = brightness(player.frames[-1][2])
+        await player.send("prompt", text="make it night")
+        await player.read_until(lambda p: any(m["type"] == "narration" and "changes" in m["text"] for m in p.messages))
+        await player.read_until(lambda p: brightness(p.frames[-1][2]) < before - 10)
+        choices = player.last("choices")
+        assert choices["beat"] == "arrival"
+        await player.send("choice", index=1)
+        moved = await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] != "arrival" and c)
+        assert moved["beat"] == "ask-eve"
+        numbers = [number for number, _, _ in player.frames]
+        assert numbers == sorted(set(numbers))
+
+    asyncio.run(play(live_platform, session, cookie_for(session.owner), script))
+    assert SessionEvent.objects.filter(session=session).count() == 4
+
+
+def worker_process(platform: LivePlatform, name: str) -> subprocess.Popen[str]:
+    _, token = worker_issue_token(name=name)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "inference_worker", "--url", f"{platform.ws_url}/ws/workers/", "--token", token,
+         "--slots", "4"],
+        cwd=ROOT, env=platform_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_worker_hands_its_session_to_another_within_five_seconds_losing_nothing() -> None:
+    platform = start_platform("--no-in-process-worker")
+    workers = {name: worker_process(platform, name) for name in ("left", "right")}
+    try:
+        wait_until(lambda: platform.health()["inference_workers"]["connected"] == 2, timeout_seconds=30)
+        version = WorldVersionFactory()
+        session = PlaySessionFactory(version=version)
+
+        async def script(player: Player) -> float:
+            await player.read_until(lambda p: len(p.frames) >= 2)
+            for key in ("KeyW", "ArrowLeft"):
+                await player.send("key_down", key=key)
+                await player.read_until(lambda p: len(p.frames) >= p.sequence * 6 + 4)
+            await player.send("prompt", text="it starts snowing")
+            await player.read_until_database(SessionSnapshot.objects.filter(session=session, sequence=3).exists)
+            await player.send("key_up", key="ArrowLeft")
+            await player.read_until(lambda p: p.frames[-1][1] >= 4)
+            assigned = await asyncio.to_thread(lambda: PlaySession.objects.get(pk=session.pk).worker.name)
+            os.kill(workers[assigned].pid, signal.SIGKILL)
+            killed_at, last_before = time.monotonic(), player.frames[-1][0]
+            await player.send("key_up", key="KeyW")  # sent during the outage: must still arrive once
+            await player.read_until(lambda p: p.frames[-1][0] > last_before + 5, seconds=15)
+            recovered = time.monotonic() - killed_at
+            await player.read_until(lambda p: p.frames[-1][1] >= 5)
+            numbers = [number for number, _, _ in player.frames]
+            assert numbers == sorted(set(numbers))
+            await player.read_until_database(
+                SessionSnapshot.objects.filter(session=session, tick__gt=last_before + 5).exists, seconds=15
+            )
+            return recovered
+
+        recovered = asyncio.run(play(platform, session, cookie_for(session.owner), script))
+        assert recovered < 5
+        session.refresh_from_db()
+        assert session.status == "running"
+        events = list(SessionEvent.objects.filter(session=session).order_by("sequence"))
+        assert [event.sequence for event in events] == [1, 2, 3, 4, 5]
+        assert all(event.applied_tick is not None for event in events)
+        newest = SessionSnapshot.objects.filter(session=session).order_by("-tick").first()
+        assert_replay_reaches_snapshot(version.document["world"]["engine_parameters"], events, newest)
+    finally:
+        for process in workers.values():
+            process.kill()
+            process.wait()
+        platform.stop()
+
+
+def assert_replay_reaches_snapshot(spec: dict, events: list[SessionEvent], snapshot: SessionSnapshot) -> None:
+    """An uninterrupted run fed the same logged inputs reaches the state the failed-over session snapshotted."""
+    host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)})
+    host.open({"session": "replay", "engine": "raycaster", "spec": spec, "target_tick": snapshot.tick,
+               "replay": [{"sequence": event.sequence, "tick": event.applied_tick, "input": event.payload,
+                           "events": event.applied_effects.get("events", [])}
+                          for event in events if event.sequence <= snapshot.sequence]})  # fmt: skip
+    hosted = host.sessions["replay"]
+    assert hosted.tick == snapshot.tick
+    assert from_snapshot(hosted.engine.snapshot(hosted.engine_session)) == from_snapshot(bytes(snapshot.engine_state))
+
+
+def test_a_live_world_streams_to_three_participants_and_ten_spectators(live_platform: LivePlatform) -> None:
+    document = json.loads((ROOT / "worlds" / "demo_content" / "night-market.json").read_text())
+    version = WorldVersionFactory(document=document)
+    participants = [UserFactory() for _ in range(3)]
+    spectators = [UserFactory() for _ in range(10)]
+    session = PlaySessionFactory(version=version, owner=participants[0], is_live=True)
+    session.participants.add(*participants[1:])
+    cookies = [cookie_for(user) for user in participants + spectators]
+
+    async def everyone() -> list[Player]:
+        async with contextlib.AsyncExitStack() as stack:
+            players = []
+            for cookie in cookies:
+                socket = await stack.enter_async_context(websockets.connect(
+                    f"{live_platform.ws_url}/ws/play/{session.pk}/",
+                    additional_headers={"Cookie": cookie, "Origin": live_platform.url},
+                ))  # fmt: skip
+                players.append(Player(socket))
+            await asyncio.gather(*(player.read_until(lambda p: len(p.frames) >= 3) for player in players))
+            await players[1].send("key_down", key="KeyW")
+            await players[2].send("prompt", text="it starts snowing")
+            await players[5].send("key_down", key="KeyW")
+            await asyncio.gather(*(player.read_until(lambda p: len(p.frames) >= 10) for player in players))
+            await players[5].read_until(lambda p: p.last("error"))
+            return players
+
+    players = asyncio.run(everyone())
+    assert [player.last("welcome")["role"] for player in players] == ["player"] * 3 + ["spectator"] * 10
+    assert "only players" in players[5].last("error")["error"]
+    logged = list(SessionEvent.objects.filter(session=session).order_by("sequence"))
+    assert [event.payload.get("participant") for event in logged] == [
+        participants[1].username,
+        participants[2].username,
+    ]
+    wait_until(lambda: SessionEvent.objects.filter(session=session, applied_tick__isnull=False).count() == 2)
+    joined = SessionEvent.objects.get(session=session, sequence=1).applied_effects["events"]
+    assert joined[0] == {"kind": "join", "name": participants[1].username}
