@@ -8,14 +8,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import engine_speed
+from bench import engine_speed, world_quality, world_speed
 
 Measure = Callable[[bool], dict[str, float]]
 
 BENCHMARKS: dict[str, Measure] = {
     "raycaster_bench": engine_speed.run,
+    "world_bench": world_speed.run,
 }
-EVALUATIONS: dict[str, Measure] = {}
+EVALUATIONS: dict[str, Measure] = {
+    "world_eval": world_quality.run,
+}
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -1,0 +1,253 @@
+"""How well the committed world model imitates the renderer on held-out worlds: the issue's acceptance figures.
+
+Every figure is measured through `WorldModelEngine`, the path the worker serves, at the model's 64x64 (no
+upscaling), against the raycaster's frames of the same simulator states, on worlds no training run saw
+(`DatasetConfig.held_out_seed_offset` onwards), played by the trainer's scripted player (`dataset.play`).
+PSNRs are of the mean squared error over the frames measured. The average-frame and copy-last-frame
+baselines sit beside the model.
+
+- ae_psnr_db: autoencoder round trip. one_step_psnr_db: the next frame from the true previous latents
+  (teacher-forced). copy_last_psnr_db, mean_frame_psnr_db: the baselines on the same frames.
+- rolloutN_psnr_db: free-running (the model's own latents as context, true actions, the player's random
+  events), averaged over the 8 frames ending at step N.
+- revisit_turn_psnr_db / revisit_outback_psnr_db: the frame after a 360-degree turn, and after 20 steps out
+  and 20 back, against the frame the model showed there before (clear weather, so nothing else moves).
+- controllability: from one context, each action's frame is closer to that action's true frame than to every
+  other action's (actions whose true frames are equal are not told apart).
+- event_latency_frames / event_persistence: after night, dawn, snow, rain or fog is fired, a frame "shows" the
+  event when its mean colour is nearer the true frame with the event than the true frame without it; the
+  latency is the first frame that shows it (1 = the frame of the tick it was fired), the persistence the
+  share of the next 1,000 frames (200 with --quick) that do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from inference.engine import StepRequest
+from inference.world.dataset import CONFIG as DATASET_CONFIG
+from inference.world.dataset import episodes, play, random_spec
+from inference.world.events import parse_event
+from inference.world.model import DEFAULT_CHECKPOINT
+from inference.world.renderer import render
+from inference.world.spec import WorldSpec
+from inference.world.state import Action, initial_state, step
+from inference.world_model_engine import WorldModelEngine
+
+HELD_OUT = DATASET_CONFIG.held_out_seed_offset
+ACTIONS = (
+    0,
+    Action.FORWARD,
+    Action.BACK,
+    Action.STRAFE_LEFT,
+    Action.STRAFE_RIGHT,
+    Action.TURN_LEFT,
+    Action.TURN_RIGHT,
+)
+EVENTS = ("night", "dawn", "snow", "rain", "fog")
+WARM_UP = 8  # frames of play before a measurement, so that the model's context is full
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each figure is averaged over."""
+
+    episodes: int  # 33-frame episodes for the autoencoder, one-step and baseline figures
+    rollouts: int  # 1,000-step free runs
+    revisits: int
+    contexts: int  # controllability contexts, each tried with every action
+    event_worlds: int  # worlds, each fired every event
+    event_frames: int
+
+
+QUICK = Sizes(episodes=8, rollouts=2, revisits=4, contexts=8, event_worlds=1, event_frames=200)
+FULL = Sizes(episodes=32, rollouts=8, revisits=16, contexts=32, event_worlds=4, event_frames=1000)
+
+
+def squared_error(prediction: np.ndarray, target: np.ndarray) -> float:
+    """Mean squared error of two uint8 images, on the 0..1 scale."""
+    return float(np.mean((prediction.astype(np.float64) - target.astype(np.float64)) ** 2) / 255**2)
+
+
+def psnr(errors: list[float]) -> float:
+    """PSNR in dB of the mean of per-frame squared errors (a mean of per-frame PSNRs would let one frame equal
+    to its target count as 100 dB)."""
+    return 10 * math.log10(1 / max(float(np.mean(errors)), 1e-10))
+
+
+def clear_spec(seed: int) -> dict:
+    """A held-out world in clear weather by day, so that only what the player does changes the frame."""
+    return {**random_spec(seed).to_dict(), "weather": "clear", "time_of_day": "day", "fog": False}
+
+
+class Played:
+    """Sessions of the engine stepped in one batch beside their true simulator states."""
+
+    def __init__(self, engine: WorldModelEngine, specs: list[dict]) -> None:
+        self.engine = engine
+        self.worlds = [WorldSpec.from_dict(spec) for spec in specs]
+        self.sessions = [engine.open_session(spec) for spec in specs]
+        self.states = [initial_state(world) for world in self.worlds]
+
+    def step(self, inputs: list[tuple[int, list[dict]]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Step every session with its (action, events); returns (model frame, true frame) pairs."""
+        self.engine.step(
+            [
+                StepRequest(session, action, events)
+                for session, (action, events) in zip(self.sessions, inputs, strict=True)
+            ]
+        )
+        pairs = []
+        for index, (action, events) in enumerate(inputs):
+            self.states[index] = step(self.states[index], action, [parse_event(event) for event in events])
+            frame = self.engine.frame(self.sessions[index])
+            assert frame is not None
+            pairs.append((frame, render(self.states[index], self.worlds[index])))
+        return pairs
+
+
+@torch.inference_mode()
+def teacher_forced(engine: WorldModelEngine, count: int) -> dict[str, float]:
+    """Autoencoder, one-step and baseline PSNRs over held-out 33-frame episodes."""
+    model = engine.model
+    data = episodes(range(HELD_OUT, HELD_OUT + count), 33, model.config.frame_size)
+    mean_frame = data.frames.mean(axis=(0, 1)).round().astype(np.uint8)
+    figures: dict[str, list[float]] = {"ae": [], "one_step": [], "copy_last": [], "mean_frame": []}
+    for episode in range(count):
+        frames = torch.from_numpy(data.frames[episode]).permute(0, 3, 1, 2).float() / 255  # (L, 3, H, W)
+        columns, scalars, events, overlay = (
+            torch.from_numpy(getattr(data, name)[episode]) for name in ("columns", "scalars", "events", "overlay")
+        )
+        planes = model.planes(columns, scalars, events, overlay)
+        latents = model.autoencoder.encode(frames, planes)  # (L, C, g, g)
+        decoded = engine._to_uint8(model.autoencoder.decode(latents, planes))
+        predicted = model.dynamics(latents[None, :-1], columns[None, 1:], scalars[None, 1:], events[None, 1:])[0]
+        one_step = engine._to_uint8(model.autoencoder.decode(predicted, planes[1:]))
+        truth = data.frames[episode]
+        for tick in range(1, len(truth)):
+            figures["ae"].append(squared_error(decoded[tick], truth[tick]))
+            figures["one_step"].append(squared_error(one_step[tick - 1], truth[tick]))
+            figures["copy_last"].append(squared_error(truth[tick - 1], truth[tick]))
+            figures["mean_frame"].append(squared_error(mean_frame, truth[tick]))
+    return {f"{name}_psnr_db": psnr(errors) for name, errors in figures.items()}
+
+
+def rollouts(engine: WorldModelEngine, count: int) -> dict[str, float]:
+    """Free-running PSNR around steps 64 and 1,000, every rollout in one batch."""
+    plays = [play(HELD_OUT + 100 + index, 1001) for index in range(count)]
+    played = Played(engine, [spec.to_dict() for spec, _ in plays])
+    per_step = []
+    for tick in range(1, 1001):
+        per_step.append([psnr(model, truth) for model, truth in played.step([inputs[tick] for _, inputs in plays])])
+    return {f"rollout{horizon}_psnr_db": float(np.mean(per_step[horizon - 8 : horizon])) for horizon in (64, 1000)}
+
+
+def _returns_home(spec: dict) -> bool:
+    """Whether 20 steps forward and 20 back (after the warm-up) bring the player back to the same pose."""
+    state = initial_state(WorldSpec.from_dict(spec))
+    for _ in range(WARM_UP):
+        state = step(state, 0)
+    start = state.pose
+    for action in [Action.FORWARD] * 20 + [Action.BACK] * 20:
+        state = step(state, action)
+    moved = step(initial_state(WorldSpec.from_dict(spec)), Action.FORWARD)
+    return state.pose == start and moved.pose != initial_state(WorldSpec.from_dict(spec)).pose
+
+
+def revisits(engine: WorldModelEngine, count: int) -> dict[str, float]:
+    """The frame after a full turn, and after walking out and back, against the frame shown there before."""
+    turn_ticks = 64  # `SimulatorConfig.angle_steps / turn_speed`: a full turn
+    figures = {}
+    candidates = (clear_spec(HELD_OUT + 200 + index) for index in range(50 * count))
+    walkable = [spec for spec in candidates if _returns_home(spec)][:count]
+    trips = {
+        "revisit_turn_psnr_db": ([clear_spec(HELD_OUT + 200 + index) for index in range(count)], turn_ticks),
+        "revisit_outback_psnr_db": (walkable, 40),
+    }
+    for name, (specs, length) in trips.items():
+        played = Played(engine, specs)
+        for _ in range(WARM_UP):
+            before = played.step([(0, [])] * len(specs))
+        if name == "revisit_turn_psnr_db":
+            path = [Action.TURN_LEFT] * length
+        else:
+            path = [Action.FORWARD] * 20 + [Action.BACK] * 20
+        for action in path:
+            after = played.step([(int(action), [])] * len(specs))
+        figures[name] = psnr([squared_error(a[0], b[0]) for a, b in zip(after, before, strict=True)])
+    return figures
+
+
+def controllability(engine: WorldModelEngine, count: int) -> dict[str, float]:
+    """Share of (context, action) cases whose frame is nearest that action's true frame among all actions'."""
+    successes, cases = 0, 0
+    for context in range(count):
+        spec, inputs = play(HELD_OUT + 300 + context, WARM_UP + 1)
+        # One session per action, all replaying the same inputs (so the same context), then each its action.
+        played = Played(engine, [spec.to_dict()] * len(ACTIONS))
+        for tick in range(1, WARM_UP + 1):
+            played.step([inputs[tick]] * len(ACTIONS))
+        frames = played.step([(int(action), []) for action in ACTIONS])
+        models = [model.astype(np.float64) for model, _ in frames]
+        truths = [truth.astype(np.float64) for _, truth in frames]
+        for index, model in enumerate(models):
+            rivals = [other for other in truths if not np.array_equal(other, truths[index])]
+            if not rivals:
+                continue
+            own = np.mean((model - truths[index]) ** 2)
+            successes += all(own < np.mean((model - rival) ** 2) for rival in rivals)
+            cases += 1
+    return {"controllability": successes / max(cases, 1)}
+
+
+def events(engine: WorldModelEngine, worlds: int, frames: int) -> dict[str, float]:
+    """Latency and persistence of each event, against the same play without it."""
+    latencies, shown = [], []
+    for world in range(worlds):
+        seed = HELD_OUT + 400 + world
+        spec, world_spec = clear_spec(seed), WorldSpec.from_dict(clear_spec(seed))
+        keys = [action for action, _ in play(seed, WARM_UP + frames + 1)[1]]  # the player's keys, not its events
+        played = Played(engine, [spec] * len(EVENTS))
+        without = initial_state(world_spec)
+        first_shown: list[int | None] = [None] * len(EVENTS)
+        for tick in range(1, WARM_UP + frames + 1):
+            fired = tick == WARM_UP + 1
+            pairs = played.step([(keys[tick], [{"kind": kind}] if fired else []) for kind in EVENTS])
+            without = step(without, keys[tick])
+            if tick <= WARM_UP:
+                continue
+            baseline = _mean_colour(render(without, world_spec))
+            for index, (model, truth) in enumerate(pairs):
+                colour = _mean_colour(model)
+                shows = bool(np.linalg.norm(colour - _mean_colour(truth)) < np.linalg.norm(colour - baseline))
+                shown.append(shows)
+                if shows and first_shown[index] is None:
+                    first_shown[index] = tick - WARM_UP
+        # An event never shown counts as late as the whole run.
+        latencies += [frames if first is None else first for first in first_shown]
+    return {"event_latency_frames": float(np.mean(latencies)), "event_persistence": float(np.mean(shown))}
+
+
+def _mean_colour(image: np.ndarray) -> np.ndarray:
+    return image.reshape(-1, 3).mean(axis=0)
+
+
+def run(quick: bool) -> dict[str, float]:
+    if not DEFAULT_CHECKPOINT.exists():
+        raise FileNotFoundError(
+            f"no world model at {DEFAULT_CHECKPOINT}; train one with python -m inference.world.train"
+        )
+    torch.set_num_threads(1)
+    sizes = QUICK if quick else FULL
+    engine = WorldModelEngine(width=64, height=64)
+    return {
+        **teacher_forced(engine, sizes.episodes),
+        **rollouts(engine, sizes.rollouts),
+        **revisits(engine, sizes.revisits),
+        **controllability(engine, sizes.contexts),
+        **events(engine, sizes.event_worlds, sizes.event_frames),
+    }
