@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import CREATE
+from gallery.selectors import versions_visible
 from stories.models import Beat, Story
 from worlds import services
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
@@ -89,7 +90,9 @@ class OwnedSerializer(serializers.ModelSerializer):
         return any(field.name == name for field in self.Meta.model._meta.many_to_many)
 
     def own(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        return queryset.filter(owner=self.context["request"].user)
+        user = self.context["request"].user
+        # The schema view builds these serializers for anonymous visitors too; they own nothing.
+        return queryset.filter(owner=user) if user.is_authenticated else queryset.none()
 
 
 class LorebookSerializer(OwnedSerializer):
@@ -192,7 +195,7 @@ class VersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = WorldVersion
-        fields = ["id", "world", "creator", "number", "published_at", "document"]
+        fields = ["id", "world", "creator", "number", "published_at", "status", "document"]
 
 
 class OwnedViewSet(viewsets.ModelViewSet):
@@ -236,11 +239,14 @@ class WorldViewSet(OwnedViewSet):
 
 
 class VersionViewSet(viewsets.ReadOnlyModelViewSet):
-    """Published versions: readable by anyone, changed by no one."""
+    """Approved versions for anyone (mature ones for those who opted in), your own in any review state, and all
+    of them for moderators; changed by no one."""
 
     serializer_class = VersionSerializer
-    queryset = WorldVersion.objects.select_related("world__owner")
     permission_classes = [permissions.AllowAny]
+
+    def get_queryset(self) -> QuerySet[WorldVersion]:
+        return versions_visible(user=self.request.user).select_related("world__owner")
 
 
 class VersionRemixApi(APIView):
@@ -250,7 +256,7 @@ class VersionRemixApi(APIView):
 
     @extend_schema(request=None, responses=WorldSerializer)
     def post(self, request: Request, pk: int) -> Response:
-        version = get_object_or_404(WorldVersion, pk=pk)
+        version = get_object_or_404(versions_visible(user=request.user), pk=pk)
         world = services.world_remix(version=version, owner=request.user)
         return Response(WorldSerializer(world, context={"request": request}).data, status=status.HTTP_201_CREATED)
 

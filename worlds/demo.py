@@ -7,16 +7,24 @@ from pathlib import Path
 
 from django.db import transaction
 
+from accounts.demo import DEMO_PEOPLE
 from accounts.models import User
-from worlds.models import World
+from moderation.services import version_approve
+from worlds.models import ReviewStatus, World
 from worlds.services import slug_unique, world_from_document, world_publish
 
 DEMO_CONTENT = Path(__file__).resolve().parent / "demo_content"
+DEMO_MODERATOR = next(person.username for person in DEMO_PEOPLE if person.moderator)
 
 
 @transaction.atomic
 def demo_worlds_ensure(*, creator: User) -> list[World]:
-    """Create and publish each demo world the creator does not have yet (matched by title); return them all."""
+    """Create, publish and approve each demo world the creator does not have yet (matched by title).
+
+    The demo moderator approves them through the moderation service, as a moderator would, so the gallery
+    shows them at once; a demo world loaded before review existed and still waiting is approved too.
+    """
+    moderator = User.objects.get(username=DEMO_MODERATOR)
     worlds = []
     for path in sorted(DEMO_CONTENT.glob("*.json")):
         document = json.loads(path.read_text())
@@ -25,5 +33,9 @@ def demo_worlds_ensure(*, creator: User) -> list[World]:
         if world is None:
             world = world_from_document(document, owner=creator, slug=slug_unique(title))
             world_publish(world=world, by=creator)
+        if not world.versions.filter(status=ReviewStatus.APPROVED).exists():
+            pending = world.versions.filter(status=ReviewStatus.PENDING).order_by("-number").first()
+            if pending is not None:
+                version_approve(version=pending, moderator=moderator, reason="Demo content shipped with Worldloom.")
         worlds.append(world)
     return worlds

@@ -276,18 +276,39 @@ class HookBranch(models.Model):
         validation.branch_effects_clean(self.effects)
 
 
+class ReviewStatus(models.TextChoices):
+    """Where a submitted version stands with the moderators; only approved versions are public."""
+
+    PENDING = "pending", "Waiting for review"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    TAKEN_DOWN = "taken_down", "Taken down"
+
+
 class WorldVersion(models.Model):
-    """A published, immutable version of a world: the document of everything it reaches when it was frozen."""
+    """A published, immutable version of a world: the document of everything it reaches when it was frozen.
+
+    The document never changes; the review fields record what the moderators decided about it (see
+    moderation.services). The world's live version is its newest approved one, so an approved version stays
+    live while a newer submission waits for review.
+    """
 
     world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="versions")
     number = models.PositiveIntegerField()
     document = models.JSONField()
     published_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     published_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(max_length=10, choices=ReviewStatus.choices, default=ReviewStatus.PENDING)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    reason = bounded_text(blank=True, max_length=2000)  # the moderator's words, shown to the creator
 
     class Meta:
         ordering = ["-number"]
         constraints = [models.UniqueConstraint(fields=["world", "number"], name="version_number_unique_per_world")]
+        indexes = [models.Index(fields=["world", "status", "-number"], name="version_world_status_number")]
 
     def __str__(self) -> str:
         return f"{self.world} v{self.number}"

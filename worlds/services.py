@@ -9,6 +9,7 @@ from django.db import models, transaction
 from django.utils.text import slugify
 
 from accounts.models import User
+from moderation.services import submission_open
 from stories.models import Beat, Story
 from worlds import validation
 from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, IDENTITY_FIELDS, world_document
@@ -95,14 +96,20 @@ def world_tags_set(*, world: World, tags: list[str]) -> None:
 
 @transaction.atomic
 def world_publish(*, world: World, by: User) -> WorldVersion:
-    """Freeze the world as its next version; refused while any reference in it is broken."""
+    """Freeze the world as its next version and submit it for review; refused while any reference is broken.
+
+    The version stays pending (and private) until a moderator approves it; the world's approved version, if
+    it has one, stays live meanwhile. The automated checks run as Celery tasks once this commits.
+    """
     problems = world_problems(world=world)
     if problems:
         raise ValidationError(problems)
     # Lock the world so that two publishes at once cannot take the same number.
     World.objects.select_for_update().filter(pk=world.pk).first()
     last = world.versions.aggregate(last=models.Max("number"))["last"] or 0
-    return WorldVersion.objects.create(world=world, number=last + 1, document=world_document(world), published_by=by)
+    version = WorldVersion.objects.create(world=world, number=last + 1, document=world_document(world), published_by=by)
+    submission_open(version=version)
+    return version
 
 
 @transaction.atomic

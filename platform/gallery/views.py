@@ -1,20 +1,156 @@
-"""Gallery pages: the home page and one page per category."""
+"""Gallery pages: home, categories, search, a world, a creator, likes and follows, content settings."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+import mimetypes
 
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+
+from accounts.models import User
+from accounts.roles import CREATE
+from gallery import selectors, services
 from gallery.categories import CATEGORY_BLURBS, Category
+from gallery.forms import BrowseForm, ContentSettingsForm
+from moderation.forms import ReportForm
+from moderation.services import report_file
 
 
 def home(request: HttpRequest) -> HttpResponse:
     categories = [(category, CATEGORY_BLURBS[category]) for category in Category]
-    return render(request, "gallery/home.html", {"categories": categories})
+    rows = selectors.home_rows(user=request.user)
+    return render(request, "gallery/home.html", {"categories": categories, "rows": rows})
+
+
+def browse(request: HttpRequest, *, category: Category | None, template: str, extra: dict[str, object]) -> HttpResponse:
+    """A list of listings from the query string: a search when it has words, else a sorted browse."""
+    form = BrowseForm(request.GET)
+    if not form.is_valid():
+        raise Http404("No such page of the gallery")
+    values = form.values(request.GET.getlist("tag"))
+    query = form.cleaned_data["q"].strip()
+    chosen_category = category or form.cleaned_data["category"] or None
+    try:
+        if query:
+            page = selectors.listings_search(
+                user=request.user, query=query, category=chosen_category, tags=values["tags"],
+                cursor=values["cursor"], size=values["size"],
+            )  # fmt: skip
+        else:
+            page = selectors.listings_browse(user=request.user, category=chosen_category, **values)
+    except selectors.BadCursor:
+        raise Http404("No such page of the gallery") from None
+    next_query = request.GET.copy()
+    next_query["cursor"] = page.next_cursor or ""
+    context = {
+        "page": page, "form": form, "query": query, "sort": values["sort"], "tags": values["tags"],
+        "next_query": next_query.urlencode() if page.next_cursor else "",
+        "popular_tags": selectors.tags_popular(user=request.user, category=chosen_category),
+    }  # fmt: skip
+    return render(request, template, context | extra)
 
 
 def category_page(request: HttpRequest, category: str) -> HttpResponse:
     if category not in Category.values:
         raise Http404("No such gallery category")
     chosen = Category(category)
-    return render(request, "gallery/category.html", {"category": chosen, "blurb": CATEGORY_BLURBS[chosen]})
+    return browse(
+        request, category=chosen, template="gallery/category.html",
+        extra={"category": chosen, "blurb": CATEGORY_BLURBS[chosen]},
+    )  # fmt: skip
+
+
+def search(request: HttpRequest) -> HttpResponse:
+    return browse(request, category=None, template="gallery/search.html", extra={})
+
+
+def url_or_none(name: str, *args: object) -> str | None:
+    """A URL from another app that may not be installed yet (play arrives with the runtime)."""
+    try:
+        return reverse(name, args=args)
+    except NoReverseMatch:
+        return None
+
+
+def world_page(request: HttpRequest, slug: str) -> HttpResponse:
+    listing = selectors.listing_for_page(user=request.user, slug=slug)
+    document = listing.version.document
+    is_creator = request.user.is_authenticated and request.user.has_perm(CREATE)
+    context = {
+        "listing": listing,
+        "characters": document["characters"],
+        "versions": selectors.versions_public(listing=listing),
+        "remixed_from": selectors.remixed_from_visible(user=request.user, listing=listing),
+        "play_url": url_or_none("stories:play", listing.world.slug),
+        "remix_url": url_or_none("worlds:remix", listing.version_id)
+        if is_creator and listing.creator_id != request.user.pk
+        else None,
+        "liked": getattr(listing, "liked", False),
+    }
+    return render(request, "gallery/world.html", context)
+
+
+def world_image(request: HttpRequest, slug: str) -> FileResponse:
+    """The world's cover, or the preview frame drawn when it was checked; the URL carries the version."""
+    listing = selectors.listing_for_page(user=request.user, slug=slug)
+    name = listing.cover or listing.thumbnail
+    if not name or not default_storage.exists(name):
+        raise Http404("This world has no image yet")
+    response = FileResponse(default_storage.open(name), content_type=mimetypes.guess_type(name)[0] or "image/jpeg")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
+@login_required
+@require_POST
+def world_like(request: HttpRequest, slug: str) -> HttpResponse:
+    listing = selectors.listing_for_page(user=request.user, slug=slug)
+    if request.POST.get("like") == "no":
+        services.listing_unlike(user=request.user, listing=listing)
+    else:
+        services.listing_like(user=request.user, listing=listing)
+    return redirect("gallery:world", slug)
+
+
+@login_required
+def world_report(request: HttpRequest, slug: str) -> HttpResponse:
+    listing = selectors.listing_for_page(user=request.user, slug=slug)
+    form = ReportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        report_file(reporter=request.user, world=listing.world, **form.cleaned_data)
+        messages.success(request, "Thank you: your report is with the moderators.")
+        return redirect("gallery:world", slug)
+    return render(request, "gallery/report.html", {"listing": listing, "form": form})
+
+
+def creator_page(request: HttpRequest, username: str) -> HttpResponse:
+    profile = selectors.creator_profile(user=request.user, username=username)
+    return render(request, "gallery/creator.html", {"profile": profile})
+
+
+@login_required
+@require_POST
+def creator_follow(request: HttpRequest, username: str) -> HttpResponse:
+    creator = get_object_or_404(User, username=username, is_active=True)
+    if request.POST.get("follow") == "no":
+        services.creator_unfollow(follower=request.user, creator=creator)
+    else:
+        services.creator_follow(follower=request.user, creator=creator)
+    return redirect("gallery:creator", username)
+
+
+@login_required
+def content_settings(request: HttpRequest) -> HttpResponse:
+    profile = selectors.profile_of(user=request.user)
+    initial = {"show_mature": profile.show_mature, "adult_confirmed": profile.adult_confirmed_at is not None}
+    form = ContentSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        services.profile_update(user=request.user, **form.cleaned_data)
+        messages.success(request, "Your content settings are saved.")
+        return redirect("gallery:settings")
+    return render(request, "gallery/settings.html", {"form": form})

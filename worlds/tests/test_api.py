@@ -6,8 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.models import User
-from accounts.tests.factories import UserFactory
-from worlds.models import World
+from accounts.tests.factories import ModeratorFactory, UserFactory
+from moderation.services import version_approve
+from worlds.models import World, WorldVersion
 from worlds.tests.factories import CharacterFactory, LorebookFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
@@ -97,8 +98,14 @@ def test_publish_then_remix_through_the_api(api: APIClient, creator: User) -> No
     world = WorldFactory(owner=creator)
     version = api.post(f"/api/worlds/{world.pk}/publish/")
     assert version.status_code == 201, version.json()
+    assert version.json()["status"] == "pending"
     other = APIClient()
     other.force_authenticate(UserFactory())
+    # A submission is private until a moderator approves it; its creator sees it meanwhile.
+    assert other.get(f"/api/versions/{version.json()['id']}/").status_code == 404
+    assert other.post(f"/api/versions/{version.json()['id']}/remix/").status_code == 404
+    assert api.get(f"/api/versions/{version.json()['id']}/").json()["status"] == "pending"
+    version_approve(version=WorldVersion.objects.get(pk=version.json()["id"]), moderator=ModeratorFactory())
     assert other.get(f"/api/versions/{version.json()['id']}/").json()["creator"] == creator.username
     remix = other.post(f"/api/versions/{version.json()['id']}/remix/")
     assert remix.status_code == 201

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from gallery.categories import Category
 from stories.models import Story
-from worlds.models import Character, Hook, World
+from worlds.models import Character, Hook, ReviewStatus, World
 
 pytestmark = pytest.mark.django_db
 
@@ -24,6 +24,9 @@ def test_every_gallery_category_has_a_published_demo_world() -> None:
     for category in Category:
         world = World.objects.get(category=category, owner__username="demo-creator")
         assert world.versions.count() == 1
+        version = world.versions.get()
+        assert (version.status, version.reviewed_by.username) == (ReviewStatus.APPROVED, "demo-moderator")
+        assert world.listing.version == version  # so the gallery shows it
 
 
 @pytest.mark.usefixtures("demo")

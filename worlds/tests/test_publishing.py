@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.core.exceptions import ValidationError
 
 from accounts.tests.factories import UserFactory
+from moderation.models import CheckKind, QueueItem
 from worlds.documents import world_document
-from worlds.models import World
+from worlds.models import ReviewStatus, World
 from worlds.services import world_publish, world_remix, world_update
 from worlds.tests.factories import (
     BeatFactory,
@@ -48,6 +51,17 @@ def test_publishing_freezes_numbered_versions() -> None:
     first.refresh_from_db()
     assert first.document["world"]["title"] != "The harbour at night"
     assert second.document["world"]["title"] == "The harbour at night"
+
+
+def test_publishing_submits_the_version_for_review_with_its_checks_scheduled(
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    world = rich_world()
+    with django_capture_on_commit_callbacks() as scheduled:
+        version = world_publish(world=world, by=world.owner)
+    assert version.status == ReviewStatus.PENDING
+    assert QueueItem.objects.get(version=version).kind == "submission"
+    assert len(scheduled) == len(CheckKind)  # one check task each, sent only once the version is committed
 
 
 def test_editing_after_publishing_leaves_the_published_version_as_it_was() -> None:

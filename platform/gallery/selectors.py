@@ -1,0 +1,238 @@
+"""Reads for the gallery: what a person may see, pages of listings by keyset, ranked search, one world, a creator.
+
+Every page is one query for its listings and one for their tags, whatever its size: keyset pagination
+(a cursor holding the last row's sort value and id) reads from an index instead of counting past an offset,
+so page 500 costs what page 1 does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from functools import reduce
+from operator import add
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import connection
+from django.db.models import Case, Count, Exists, F, FloatField, OuterRef, Q, QuerySet, Value, When
+from django.http import Http404
+
+from accounts.models import User
+from accounts.roles import MODERATE
+from gallery.models import Follow, Like, Listing, Profile
+from worlds.models import ContentRating, ReviewStatus, WorldVersion
+
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 20
+HOME_ROW_SIZE = 8
+MAX_QUERY_TERMS = 8
+# The SQLite fallback ranks like PostgreSQL's default weights for A, B, C and D (1, 0.4, 0.2, 0.1).
+FALLBACK_WEIGHTS = {"title": 10, "logline": 4, "search_text": 2, "description": 1}
+
+
+class Sort(StrEnum):
+    TRENDING = "trending"
+    NEW = "new"
+    TOP = "top"
+
+
+SORT_FIELDS = {Sort.TRENDING: "trending_score", Sort.NEW: "listed_at", Sort.TOP: "like_count"}
+
+
+class BadCursor(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Listing]
+    next_cursor: str | None
+
+
+def sees_mature(*, user: User | AnonymousUser) -> bool:
+    if not user.is_authenticated:
+        return False
+    return Profile.objects.filter(user=user, show_mature=True, adult_confirmed_at__isnull=False).exists()
+
+
+def listings_visible(*, user: User | AnonymousUser) -> QuerySet[Listing]:
+    """Listed worlds (a live version, not taken down), without mature ones unless the person opted in."""
+    listings = Listing.objects.filter(version__isnull=False)
+    if not sees_mature(user=user):
+        listings = listings.exclude(content_rating=ContentRating.MATURE)
+    return listings
+
+
+def for_cards(listings: QuerySet[Listing]) -> QuerySet[Listing]:
+    return listings.select_related("creator").prefetch_related("tags")
+
+
+def cursor_encode(value: Any, pk: int) -> str:
+    raw = json.dumps([value.isoformat() if isinstance(value, datetime) else value, pk])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def cursor_decode(cursor: str, *, is_datetime: bool) -> tuple[Any, int]:
+    try:
+        value, pk = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return (datetime.fromisoformat(value) if is_datetime else float(value)), int(pk)
+    except (binascii.Error, ValueError, TypeError) as error:
+        raise BadCursor("the cursor is not one this list gave out") from error
+
+
+def keyset_page(listings: QuerySet[Listing], *, field: str, cursor: str | None, size: int) -> Page:
+    """Rows in descending (field, id) order after the cursor's row; one query, plus the tags' prefetch."""
+    size = max(1, min(size, MAX_PAGE_SIZE))
+    if cursor:
+        value, pk = cursor_decode(cursor, is_datetime=field == "listed_at")
+        # The first condition alone is what lets the index seek; the second breaks ties by id.
+        listings = listings.filter(**{f"{field}__lte": value}).filter(Q(**{f"{field}__lt": value}) | Q(pk__lt=pk))
+    rows = list(for_cards(listings.order_by(f"-{field}", "-pk"))[: size + 1])
+    items = rows[:size]
+    next_cursor = cursor_encode(getattr(items[-1], field), items[-1].pk) if len(rows) > size else None
+    return Page(items=items, next_cursor=next_cursor)
+
+
+def listings_filtered(
+    *, user: User | AnonymousUser, category: str | None = None, tags: Sequence[str] = ()
+) -> QuerySet[Listing]:
+    listings = listings_visible(user=user)
+    if category:
+        listings = listings.filter(category=category)
+    for tag in tags:
+        listings = listings.filter(tags__name=tag)
+    return listings
+
+
+def listings_browse(
+    *,
+    user: User | AnonymousUser,
+    category: str | None = None,
+    tags: Sequence[str] = (),
+    sort: Sort = Sort.TRENDING,
+    cursor: str | None = None,
+    size: int = DEFAULT_PAGE_SIZE,
+) -> Page:
+    listings = listings_filtered(user=user, category=category, tags=tags)
+    return keyset_page(listings, field=SORT_FIELDS[sort], cursor=cursor, size=size)
+
+
+def listings_search(
+    *,
+    user: User | AnonymousUser,
+    query: str,
+    category: str | None = None,
+    tags: Sequence[str] = (),
+    cursor: str | None = None,
+    size: int = DEFAULT_PAGE_SIZE,
+) -> Page:
+    """Listings matching every word of `query`, best match first: a title match outranks a logline match,
+    which outranks tags and character names, then the description. PostgreSQL's full-text search (stemmed
+    English, GIN index) in production; on SQLite the same weights over substring matches."""
+    terms = query.split()[:MAX_QUERY_TERMS]
+    listings = listings_filtered(user=user, category=category, tags=tags)
+    if not terms:
+        return Page(items=[], next_cursor=None)
+    if connection.vendor == "postgresql":
+        search = SearchQuery(" ".join(terms), config="english", search_type="websearch")
+        ranked = listings.filter(search_vector=search).annotate(rank=SearchRank(F("search_vector"), search))
+    else:
+        for term in terms:
+            listings = listings.filter(
+                reduce(Q.__or__, (Q(**{f"{name}__icontains": term}) for name in FALLBACK_WEIGHTS))
+            )
+        scores = [
+            Case(When(**{f"{name}__icontains": term}, then=Value(float(weight))), default=Value(0.0))
+            for term in terms
+            for name, weight in FALLBACK_WEIGHTS.items()
+        ]
+        ranked = listings.annotate(rank=reduce(add, scores, Value(0.0, output_field=FloatField())))
+    return keyset_page(ranked, field="rank", cursor=cursor, size=size)
+
+
+def home_rows(*, user: User | AnonymousUser) -> dict[str, list[Listing]]:
+    """The home page's rows: featured (moderators' picks), trending, new and top, a few each."""
+    visible = listings_visible(user=user)
+    featured = for_cards(visible.filter(featured_at__isnull=False).order_by("-featured_at"))[:HOME_ROW_SIZE]
+    rows = {"featured": list(featured)}
+    for sort in Sort:
+        rows[sort.value] = keyset_page(visible, field=SORT_FIELDS[sort], cursor=None, size=HOME_ROW_SIZE).items
+    return rows
+
+
+def tags_popular(*, user: User | AnonymousUser, category: str | None = None, limit: int = 12) -> list[str]:
+    listings = listings_filtered(user=user, category=category)
+    counted = (
+        listings.values("tags__name")
+        .exclude(tags__name=None)
+        .annotate(uses=Count("pk"))
+        .order_by("-uses", "tags__name")
+    )
+    return [row["tags__name"] for row in counted[:limit]]
+
+
+def listing_for_page(*, user: User | AnonymousUser, slug: str) -> Listing:
+    """One listed world as its page shows it, with whether the person likes it; 404 when they may not see it."""
+    listings = listings_visible(user=user).select_related("creator", "version", "world__remixed_from__world")
+    if user.is_authenticated:
+        listings = listings.annotate(liked=Exists(Like.objects.filter(listing=OuterRef("pk"), user=user)))
+    listing = listings.prefetch_related("tags").filter(slug=slug).first()
+    if listing is None:
+        raise Http404("No such world in the gallery")
+    return listing
+
+
+def versions_public(*, listing: Listing) -> list[WorldVersion]:
+    return list(
+        listing.world.versions.filter(status=ReviewStatus.APPROVED).only("id", "number", "published_at", "world_id")
+    )
+
+
+def remixed_from_visible(*, user: User | AnonymousUser, listing: Listing) -> Listing | None:
+    """The listing of the world this one was remixed from, when that one is still in the gallery for this person."""
+    original = listing.world.remixed_from
+    if original is None:
+        return None
+    return listings_visible(user=user).filter(world_id=original.world_id).first()
+
+
+@dataclass(frozen=True)
+class CreatorProfile:
+    creator: User
+    works: list[Listing]
+    followers: int
+    following: bool
+
+
+def creator_profile(*, user: User | AnonymousUser, username: str) -> CreatorProfile:
+    creator = User.objects.filter(username=username, is_active=True).first()
+    if creator is None:
+        raise Http404("No such creator")
+    works = list(for_cards(listings_visible(user=user).filter(creator=creator).order_by("-listed_at", "-pk")))
+    followers = Follow.objects.filter(creator=creator).count()
+    following = user.is_authenticated and Follow.objects.filter(follower=user, creator=creator).exists()
+    return CreatorProfile(creator=creator, works=works, followers=followers, following=following)
+
+
+def profile_of(*, user: User) -> Profile:
+    return Profile.objects.filter(user=user).first() or Profile(user=user)
+
+
+def versions_visible(*, user: User | AnonymousUser) -> QuerySet[WorldVersion]:
+    """Versions a person may read through the API: approved ones (mature only for those who opted in), every
+    version of their own worlds, and for moderators everything."""
+    if user.is_authenticated and user.has_perm(MODERATE):
+        return WorldVersion.objects.all()
+    public = Q(status=ReviewStatus.APPROVED)
+    if not sees_mature(user=user):
+        public &= ~Q(document__world__content_rating=ContentRating.MATURE)
+    if user.is_authenticated:
+        public |= Q(world__owner=user)
+    return WorldVersion.objects.filter(public)

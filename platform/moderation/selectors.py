@@ -1,0 +1,92 @@
+"""Reads for moderation: the queue, one item with its content and checks, a creator's submissions, the log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q, QuerySet
+
+from accounts.models import User
+from moderation.models import (
+    APPEALABLE_ACTIONS,
+    AuditEntry,
+    CheckResult,
+    QueueItem,
+)
+from worlds.models import ReviewStatus, WorldVersion
+
+QUEUE_PAGE_SIZE = 50
+
+
+def queue_open(
+    *, kind: str = "", category: str = "", rating: str = "", verdict: str = "", limit: int = QUEUE_PAGE_SIZE
+) -> list[QueueItem]:
+    """Open items oldest first, optionally of one kind, category, content rating or automated verdict."""
+    items = QueueItem.objects.filter(closed_at__isnull=True)
+    filters = {"kind": kind, "category": category, "content_rating": rating, "automated_verdict": verdict}
+    items = items.filter(**{name: value for name, value in filters.items() if value})
+    return list(
+        items.select_related("world__owner", "version", "report", "appeal__decision").order_by("opened_at", "id")[
+            :limit
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class QueueItemDetail:
+    item: QueueItem
+    document: dict[str, Any] | None
+    checks: list[CheckResult]
+    live_version: WorldVersion | None
+    history: list[AuditEntry]
+
+
+def queue_item_detail(*, item_id: int) -> QueueItemDetail:
+    item = QueueItem.objects.select_related(
+        "world__owner", "version__reviewed_by", "report__reporter", "appeal__decision__actor"
+    ).get(pk=item_id)
+    version = item.version
+    live = item.world.versions.filter(status=ReviewStatus.APPROVED).order_by("-number").first()
+    history = AuditEntry.objects.filter(
+        Q(target_kind="world", target_id=item.world_id)
+        | Q(target_kind="version", target_id__in=item.world.versions.values("pk"))
+        | Q(target_kind="user", target_id=item.world.owner_id)
+    ).select_related("actor")[:20]
+    return QueueItemDetail(
+        item=item,
+        document=version.document if version else None,
+        checks=list(version.checks.all()) if version else [],
+        live_version=live,
+        history=list(history),
+    )
+
+
+def submissions_of(*, creator: User) -> QuerySet[WorldVersion]:
+    """A creator's submitted versions, newest first, with the moderators' decisions and the checks."""
+    return (
+        WorldVersion.objects.filter(world__owner=creator)
+        .select_related("world")
+        .prefetch_related("checks")
+        .order_by("-published_at", "-id")
+    )
+
+
+def decisions_about(*, creator: User) -> list[AuditEntry]:
+    """Decisions a creator may read: about their versions, their worlds and themselves, with any appeal."""
+    versions = WorldVersion.objects.filter(world__owner=creator).values("pk")
+    return list(
+        AuditEntry.objects.filter(
+            Q(target_kind="version", target_id__in=versions)
+            | Q(target_kind="world", target_id__in=creator.worlds.values("pk"))
+            | Q(target_kind="user", target_id=creator.pk)
+        ).select_related("appeal")[:100]
+    )
+
+
+def appealable(*, entry: AuditEntry) -> bool:
+    return entry.action in APPEALABLE_ACTIONS and not hasattr(entry, "appeal")
+
+
+def audit_log(*, limit: int = 200) -> QuerySet[AuditEntry]:
+    return AuditEntry.objects.select_related("actor")[:limit]
