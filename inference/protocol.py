@@ -16,7 +16,8 @@ Sessions (the platform logs every input before it forwards it, and numbers it in
   `tick`, `sequence`, `engine_state` in base64, `narrative`), `replay` (logged inputs already applied, each
   with `sequence`, `tick`, `input`, `events`, `story`), `pending` (logged, not yet applied: `sequence`,
   `input`) and `target_tick` (the last frame the platform saw). A reopened session replays to that tick.
-- platform → worker `session.input`: `session`, `sequence`, `input`; `session.close`: `session`.
+- platform → worker `session.input`: `session`, `sequence`, `input`; `session.close` and `session.refresh`
+  (a browser arrived: send the story messages again): `session`.
 - worker → platform binary frames: `WORKER_FRAME_HEADER` (session UUID, frame number, last applied
   sequence), then the JPEG.
 - worker → platform `session.opened` (`tick`), `session.applied` (`sequence`, the `tick` it applies at, the

@@ -153,6 +153,8 @@ class InferenceWorker:
                 return self.host.open(message)
             if kind == "session.input":
                 return self.host.input(message["session"], int(message["sequence"]), message["input"])
+            if kind == "session.refresh":
+                return self.host.refresh(message["session"])
             if kind == "session.close":
                 self.host.close(message["session"])
                 return []

@@ -14,7 +14,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from stories import protocol, services
+from stories import protocol, services, tasks
 from stories.models import PlaySession, SessionStatus
 from stories.selectors import session_role
 
@@ -53,12 +53,19 @@ class PlayConsumer(AsyncWebsocketConsumer):
             {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
              "role": role, "status": self.session.status}
         )  # fmt: skip
-        if self.session.status == SessionStatus.QUEUED:
-            await database_sync_to_async(services.session_dispatch)(session=self.session)
+        await database_sync_to_async(services.session_watched)(session_id=self.session.pk, change=1)
+        if self.session.status != SessionStatus.ENDED:
+            await database_sync_to_async(services.session_resume)(session=self.session)
 
     async def disconnect(self, code: int) -> None:
         if self.session is not None and hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            watchers = await database_sync_to_async(services.session_watched)(session_id=self.session.pk, change=-1)
+            if watchers <= 0:
+                await database_sync_to_async(self.park_later)()
+
+    def park_later(self) -> None:
+        tasks.session_park_if_unwatched.apply_async(args=[str(self.session.pk)], countdown=tasks.PARK_AFTER_SECONDS)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")

@@ -66,6 +66,8 @@ class Beat(models.Model):
 class SessionStatus(models.TextChoices):
     QUEUED = "queued", "waiting for a worker"
     RUNNING = "running", "running"
+    # Nobody is watching: the worker let it go; it reopens from its snapshot and log when someone returns.
+    PARKED = "parked", "parked"
     ENDED = "ended", "ended"
 
 

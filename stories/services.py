@@ -181,6 +181,49 @@ def worker_sessions_reassign(*, worker: WorkerNode) -> list[PlaySession]:
     return sessions
 
 
+def watchers_key(session_id: Any) -> str:
+    return f"play:watchers:{session_id}"
+
+
+def session_watched(*, session_id: Any, change: int) -> int:
+    """Count a browser arriving (+1) or leaving (-1); how many watch now. The cache is shared by all daphnes."""
+    key = watchers_key(session_id)
+    cache.add(key, 0, timeout=None)
+    return cache.incr(key, change)
+
+
+@transaction.atomic
+def session_resume(*, session: PlaySession) -> None:
+    """A browser arrived: a parked session queues again and is dispatched from its snapshot and log; a
+    running one resends where its story stands."""
+    PlaySession.objects.filter(pk=session.pk, status=SessionStatus.PARKED).update(
+        status=SessionStatus.QUEUED, queued_at=timezone.now()
+    )
+    session.refresh_from_db()
+    if session.status == SessionStatus.QUEUED:
+        session_dispatch(session=session)
+    elif session.status == SessionStatus.RUNNING and session.worker is not None:
+        send_to_worker(session.worker.channel_name, {"type": "session.refresh", "session": str(session.pk)})
+
+
+@transaction.atomic
+def session_park_if_unwatched(*, session_id: Any) -> bool:
+    """Free the worker slot of a session nobody watches; its snapshot and log keep everything."""
+    if (cache.get(watchers_key(session_id)) or 0) > 0:
+        return False
+    session = PlaySession.objects.select_for_update().filter(pk=session_id).first()
+    if session is None or session.status not in (SessionStatus.RUNNING, SessionStatus.QUEUED):
+        return False
+    worker = session.worker
+    session.last_frame = max(session.last_frame, cache.get(last_frame_key(session.pk), 0))
+    session.status, session.worker = SessionStatus.PARKED, None
+    session.save(update_fields=["status", "worker", "last_frame"])
+    if worker is not None:
+        send_to_worker(worker.channel_name, {"type": "session.close", "session": str(session.pk)})
+        transaction.on_commit(sessions_dispatch_queued)
+    return True
+
+
 @transaction.atomic
 def session_end(*, session: PlaySession, reason: str) -> None:
     worker = session.worker

@@ -224,3 +224,29 @@ def test_a_live_world_streams_to_three_participants_and_ten_spectators(live_plat
     wait_until(lambda: SessionEvent.objects.filter(session=session, applied_tick__isnull=False).count() == 2)
     joined = SessionEvent.objects.get(session=session, sequence=1).applied_effects["events"]
     assert joined[0] == {"kind": "join", "name": participants[1].username}
+
+
+def test_a_player_who_leaves_and_returns_finds_the_same_world_and_story(live_platform: LivePlatform) -> None:
+    version = WorldVersionFactory(document=DEMO_STORY)
+    session = PlaySessionFactory(version=version)
+    cookie = cookie_for(session.owner)
+
+    async def first_visit(player: Player) -> tuple[int, float]:
+        await player.read_until(lambda p: len(p.frames) >= 2 and p.last("choices"))
+        await player.send("prompt", text="make it night")
+        await player.send("choice", index=1)
+        await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve")
+        await player.read_until_database(SessionSnapshot.objects.filter(session=session, sequence=2).exists)
+        await player.read_until(lambda p: p.frames[-1][1] >= 2)
+        return player.frames[-1][0], brightness(player.frames[-1][2])
+
+    async def second_visit(player: Player) -> Player:
+        await player.read_until(lambda p: len(p.frames) >= 3 and p.last("choices"))
+        return player
+
+    last_frame, night = asyncio.run(play(live_platform, session, cookie, first_visit))
+    time.sleep(1)
+    player = asyncio.run(play(live_platform, session, cookie, second_visit))
+    assert player.last("choices")["beat"] == "ask-eve"
+    assert player.frames[0][0] > last_frame
+    assert abs(brightness(player.frames[-1][2]) - night) < 15

@@ -94,8 +94,8 @@ class SessionHost:
         self.sessions[session_id] = hosted
         self.replay(hosted, message.get("replay", []), message.get("target_tick"))
         outgoing: list[Message] = [{"type": "session.opened", "session": session_id, "tick": hosted.tick}]
-        if hosted.story is not None and not snapshot:
-            outgoing += self.story_messages(hosted)
+        if hosted.story is not None:
+            outgoing += self.story_messages(hosted)  # a player coming back sees where the story stands
         for pending in message.get("pending", []):
             outgoing += self.input(session_id, pending["sequence"], pending["input"])
         return outgoing
@@ -227,6 +227,11 @@ class SessionHost:
                 hosted.tick = frame.number
                 frames.append(Frame(hosted.id, frame.number, frame.jpeg))
         return frames
+
+    def refresh(self, session_id: str) -> list[Message]:
+        """What a browser arriving at a running session needs to see at once: where the story stands."""
+        hosted = self.sessions[session_id]
+        return self.story_messages(hosted) if hosted.story is not None else []
 
     def snapshot(self, session_id: str) -> Message:
         hosted = self.sessions[session_id]
