@@ -61,6 +61,7 @@ class InferenceWorker:
         # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
         self.engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self.connected = asyncio.Event()
+        self.input_arrived = asyncio.Event()
 
     @property
     def free_slots(self) -> int:
@@ -114,6 +115,8 @@ class InferenceWorker:
                 message = protocol.decode(text if isinstance(text, str) else None)
                 for reply in await self.on_engine_thread(self.handle, message):
                     await connection.send(protocol.encode(reply))
+                if message["type"] == "session.input":
+                    self.input_arrived.set()
         finally:
             for task in background:
                 task.cancel()
@@ -127,23 +130,29 @@ class InferenceWorker:
             await connection.send(protocol.encode(protocol.heartbeat_message(free_slots=self.free_slots)))
 
     async def tick_forever(self, connection: ClientConnection) -> None:
-        """Step every session once per tick, as one batch, and send the frames and any due snapshots."""
+        """Step every session once per tick, as one batch, and send the frames and any due snapshots.
+
+        An input cuts the wait short: the next tick runs at once, so a key shows on screen after one step
+        rather than after the rest of the frame interval (the world then keeps its pace from there).
+        """
         interval = 1 / self.config.frames_per_second
         next_tick = time.monotonic()
         while True:
-            next_tick += interval
-            if self.host.sessions:
-                frames, snapshots = await self.on_engine_thread(self.host.tick)
-                for frame, sequence in frames:
-                    encoded = protocol.frame_encode(
-                        session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
-                    )
-                    await connection.send(encoded)
-                for snapshot in snapshots:
-                    await connection.send(protocol.encode(snapshot))
-            # A worker that falls behind steps as fast as it can rather than bursting to catch up.
-            next_tick = max(next_tick, time.monotonic())
-            await asyncio.sleep(next_tick - time.monotonic())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.input_arrived.wait(), timeout=max(next_tick - time.monotonic(), 0))
+            self.input_arrived.clear()
+            # Ticks start an interval apart (the step's own time included), or at once after an input.
+            next_tick = time.monotonic() + interval
+            if not self.host.sessions:
+                continue
+            frames, snapshots = await self.on_engine_thread(self.host.tick)
+            for frame, sequence in frames:
+                encoded = protocol.frame_encode(
+                    session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
+                )
+                await connection.send(encoded)
+            for snapshot in snapshots:
+                await connection.send(protocol.encode(snapshot))
 
     def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies."""
