@@ -4,6 +4,10 @@ It steps real sessions through `WorldModelEngine`, the path the worker serves (s
 dynamics transformer, decoder, 256x256 upscale and JPEG), with held keys changing every few frames, on one
 thread as the worker runs it (the issue's probe found oversubscribed threads 10x slower). The figures do not
 depend on the weights: without a committed checkpoint the default model is measured with random weights.
+
+Wall-clock figures are what the issue asks for; on a shared machine they also count the time other processes
+hold the core. The `cpu_` figures count this thread's CPU time only (`time.thread_time`; torch runs on this
+one thread), which is what the same core would give if nothing else ran on it.
 """
 
 from __future__ import annotations
@@ -31,18 +35,21 @@ def run(quick: bool) -> dict[str, float]:
     figures: dict[str, float] = {}
     for batch_size in BATCH_SIZES:
         sessions = [engine.open_session({"seed": 100 + index, "size": 16}) for index in range(batch_size)]
-        step_ms = []
+        step_ms, cpu_ms = [], []
         for tick in range(warm_up + steps):
             batch = [StepRequest(session, int(KEYS[(tick // 5) % len(KEYS)]), []) for session in sessions]
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             engine.step(batch)
             if tick >= warm_up:
                 step_ms.append((time.perf_counter() - started) * 1000)
+                cpu_ms.append((time.thread_time() - cpu_started) * 1000)
         for session in sessions:
             engine.close(session)
         if batch_size == 1:
             ordered = sorted(step_ms)
             figures["ms_per_frame_p50"] = statistics.median(ordered)
             figures["ms_per_frame_p95"] = ordered[int(0.95 * (len(ordered) - 1))]
+            figures["cpu_ms_per_frame_p50"] = statistics.median(cpu_ms)
         figures[f"fps_per_session_batch_{batch_size}"] = 1000 / statistics.median(step_ms)
+        figures[f"cpu_fps_per_session_batch_{batch_size}"] = 1000 / statistics.median(cpu_ms)
     return figures
