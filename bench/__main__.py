@@ -8,13 +8,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import engine_speed, world_quality, world_speed
+from bench import engine_speed, gallery_speed, runtime_speed, world_quality, world_speed
 
 Measure = Callable[[bool], dict[str, float]]
 
 BENCHMARKS: dict[str, Measure] = {
     "raycaster_bench": engine_speed.run,
     "world_bench": world_speed.run,
+    "runtime_bench": runtime_speed.run,
+    "gallery_bench": gallery_speed.run,
 }
 EVALUATIONS: dict[str, Measure] = {
     "world_eval": world_quality.run,

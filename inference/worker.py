@@ -77,6 +77,8 @@ class InferenceWorker:
                     additional_headers={"Authorization": f"Bearer {self.config.token}"},
                     open_timeout=10,
                     max_size=2**22,
+                    # A busy platform may answer pings late; give up on it only after a minute of silence.
+                    ping_timeout=60,
                 ) as connection:
                     backoff = 1.0
                     await self.serve(connection)

@@ -98,7 +98,13 @@ if EMBEDDED:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "worldloom.sqlite3",
             # A play session writes while pages read; without a timeout SQLite answers "database is locked".
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            # WAL lets pages read while a session writes, and NORMAL syncs at checkpoints rather than on every
+            # logged input: a crash loses at most the last moments, never the database's consistency.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
             # A file, not memory, so that the daphne and worker processes the tests start can share it.
             "TEST": {"NAME": DATA_DIR / "test.sqlite3"},
         }
