@@ -7,14 +7,16 @@ and the memory a browser can make the server hold stays bounded.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
-from stories import protocol, services, tasks
+from stories import protocol, services
 from stories.models import PlaySession, SessionStatus
 from stories.selectors import session_role
 
@@ -22,6 +24,19 @@ FRAMES_IN_FLIGHT = 2
 # Inputs per second a browser may send, and the burst it may save up: key repeat and typing stay well under.
 INPUT_RATE_PER_SECOND = 30
 INPUT_BURST = 60
+
+
+PARKING: set[asyncio.Task[None]] = set()
+
+
+async def park_later(session_id: Any) -> None:
+    """Give the session's worker slot back if nobody has come back after a while (see PLAY_PARK_AFTER_SECONDS).
+
+    A timer in this process, not a queued task: if the process dies first, its worker connections drop and
+    the sessions are reassigned anyway.
+    """
+    await asyncio.sleep(settings.PLAY_PARK_AFTER_SECONDS)
+    await database_sync_to_async(services.session_park_if_unwatched)(session_id=session_id)
 
 
 def session_for(session_id: str) -> PlaySession | None:
@@ -62,10 +77,9 @@ class PlayConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             watchers = await database_sync_to_async(services.session_watched)(session_id=self.session.pk, change=-1)
             if watchers <= 0:
-                await database_sync_to_async(self.park_later)()
-
-    def park_later(self) -> None:
-        tasks.session_park_if_unwatched.apply_async(args=[str(self.session.pk)], countdown=tasks.PARK_AFTER_SECONDS)
+                parking = asyncio.create_task(park_later(self.session.pk))
+                PARKING.add(parking)  # the loop holds tasks weakly; this keeps it alive after the consumer ends
+                parking.add_done_callback(PARKING.discard)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")

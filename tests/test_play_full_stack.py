@@ -250,3 +250,39 @@ def test_a_player_who_leaves_and_returns_finds_the_same_world_and_story(live_pla
     assert player.last("choices")["beat"] == "ask-eve"
     assert player.frames[0][0] > last_frame
     assert abs(brightness(player.frames[-1][2]) - night) < 15
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_every_slot_is_taken_a_player_waits_in_the_queue_until_one_frees() -> None:
+    platform = start_platform("--in-process-worker", "--worker-slots", "1",
+                              environment=platform_environment(PLAY_PARK_AFTER_SECONDS="1"))  # fmt: skip
+    try:
+        wait_until(lambda: platform.health()["inference_workers"]["connected"] == 1)
+        first, second = PlaySessionFactory(), PlaySessionFactory()
+        cookies = cookie_for(first.owner), cookie_for(second.owner)
+
+        async def both() -> Player:
+            async with websockets.connect(
+                f"{platform.ws_url}/ws/play/{first.pk}/",
+                additional_headers={"Cookie": cookies[0], "Origin": platform.url},
+            ) as one:
+                await Player(one).read_until(lambda p: len(p.frames) >= 2)
+                async with websockets.connect(
+                    f"{platform.ws_url}/ws/play/{second.pk}/",
+                    additional_headers={"Cookie": cookies[1], "Origin": platform.url},
+                ) as two:
+                    waiting = Player(two)
+                    status = await waiting.read_until(
+                        lambda p: (s := p.last("status")) and s["state"] == "queued" and s
+                    )
+                    assert status["queue_place"] == 1
+                    assert status["estimated_wait_s"] >= 0
+                    await one.close()  # the first player leaves; their session is parked and frees the slot
+                    await waiting.read_until(lambda p: len(p.frames) >= 2, seconds=20)
+                    return waiting
+
+        waiting = asyncio.run(both())
+        assert waiting.last("status")["state"] == "running"
+        assert PlaySession.objects.get(pk=first.pk).status == "parked"
+    finally:
+        platform.stop()

@@ -224,6 +224,8 @@ X_FRAME_OPTIONS = "DENY"
 # Inference workers: how often they heartbeat, and after how many missed beats they count as gone.
 WORKER_HEARTBEAT_SECONDS = env.int("WORKER_HEARTBEAT_SECONDS", default=5)
 WORKER_STALE_AFTER_SECONDS = WORKER_HEARTBEAT_SECONDS * 3
+# How long a session nobody watches keeps its worker slot: long enough to ride out a reload or a blip.
+PLAY_PARK_AFTER_SECONDS = env.float("PLAY_PARK_AFTER_SECONDS", default=30.0)
 
 LOGGING = {
     "version": 1,
