@@ -18,7 +18,7 @@ from django.conf import settings
 
 from stories import protocol, services
 from stories.models import PlaySession, SessionStatus
-from stories.selectors import session_role
+from stories.selectors import live_text_refusal, session_role
 
 FRAMES_IN_FLIGHT = 2
 # Inputs per second a browser may send, and the burst it may save up: key repeat and typing stay well under.
@@ -99,6 +99,10 @@ class PlayConsumer(AsyncWebsocketConsumer):
             await self.send_json(
                 {"type": "error", "error": "too many inputs; slow down", "seq": message.client_sequence}
             )
+            return
+        refusal = await database_sync_to_async(live_text_refusal)(session=self.session, payload=message.payload)
+        if refusal is not None:
+            await self.send_json({"type": "error", "error": refusal, "seq": message.client_sequence})
             return
         event, new = await database_sync_to_async(services.session_input_append)(
             session=self.session, player=self.scope["user"], client_sequence=message.client_sequence,

@@ -109,3 +109,20 @@ def sessions_open_for(*, world: Any, user: User) -> QuerySet[PlaySession]:
         .exclude(status=SessionStatus.ENDED)
         .order_by("-last_active_at")
     )
+
+
+# What each content rating keeps out of a Live world's shared stream, by the term filter's severities.
+REFUSED_BY_RATING = {"everyone": ("blocked", "mature", "teen"), "teen": ("blocked", "mature"), "mature": ("blocked",)}
+
+
+def live_text_refusal(*, session: PlaySession, payload: dict[str, Any]) -> str | None:
+    """Why a participant's prompt or speech may not reach a Live world everyone watches, or None."""
+    from moderation.checks import term_filter_load
+
+    if not session.is_live or "text" not in payload:
+        return None
+    rating = session.version.document["world"].get("content_rating", "everyone")
+    found = term_filter_load().found(payload["text"])
+    if any(severity in found for severity in REFUSED_BY_RATING.get(rating, REFUSED_BY_RATING["everyone"])):
+        return "the moderation filter held that back; it does not fit this world's rating"
+    return None

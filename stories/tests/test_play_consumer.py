@@ -41,6 +41,13 @@ async def connect(session_id: Any, user: User | None, origin: bytes = b"http://1
     return WebsocketCommunicator(application, f"/ws/play/{session_id}/", headers=headers)
 
 
+async def forwarded_input(worker_channel: str) -> dict[str, Any]:
+    """The next input the worker is sent (a browser arriving also asks the worker to resend the story)."""
+    while (message := (await get_channel_layer().receive(worker_channel))["message"])["type"] != "session.input":
+        pass
+    return message
+
+
 @pytest_asyncio.fixture
 async def running() -> AsyncIterator[tuple[PlaySession, str]]:
     """A running session whose worker is a real channel of the channel layer this test reads."""
@@ -64,8 +71,8 @@ async def test_a_player_connects_and_an_input_is_logged_before_it_reaches_the_wo
     await communicator.send_json_to({"type": "key_down", "key": "KeyW", "seq": 1})
     accepted = await communicator.receive_json_from()
     assert accepted == {"type": "accepted", "seq": 1, "sequence": 1, "duplicate": False}
-    forwarded = await get_channel_layer().receive(worker_channel)
-    assert forwarded["message"] == {"type": "session.input", "session": str(session.pk), "sequence": 1,
+    forwarded = await forwarded_input(worker_channel)
+    assert forwarded == {"type": "session.input", "session": str(session.pk), "sequence": 1,
                                     "input": {"type": "key_down", "key": "KeyW"}}  # fmt: skip
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session, sequence=1).exists)()
     await communicator.disconnect()
@@ -157,4 +164,25 @@ async def test_a_flood_of_inputs_is_rate_limited_with_an_error(running: Any) -> 
         await communicator.send_json_to({"type": "key_up", "key": "KeyW", "seq": sequence})
     replies = [await communicator.receive_json_from(timeout=5) for _ in range(100)]
     assert any(reply["type"] == "error" and "slow down" in reply["error"] for reply in replies)
+    await communicator.disconnect()
+
+
+async def test_a_live_participants_prompt_that_breaks_the_rating_never_reaches_the_world(running: Any) -> None:
+    session, worker_channel = running
+    await database_sync_to_async(PlaySession.objects.filter(pk=session.pk).update)(is_live=True)
+    session.is_live = True
+    participant = await database_sync_to_async(UserFactory)()
+    await database_sync_to_async(session.participants.add)(participant)
+    communicator = await connect(session.pk, participant)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    await communicator.send_json_to({"type": "prompt", "text": "a bloody murder in the square", "seq": 1})
+    refused = await communicator.receive_json_from()
+    assert refused["type"] == "error"
+    assert "moderation filter" in refused["error"]
+    await communicator.send_json_to({"type": "prompt", "text": "it starts snowing", "seq": 2})
+    assert (await communicator.receive_json_from())["type"] == "accepted"
+    forwarded = await forwarded_input(worker_channel)
+    assert forwarded["input"] == {"type": "prompt", "text": "it starts snowing",
+                                             "participant": participant.username}  # fmt: skip
     await communicator.disconnect()
