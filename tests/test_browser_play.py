@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from stories.models import SessionEvent
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.fixtures import ROOT, LivePlatform
+from tests.fixtures import ROOT, LivePlatform, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -66,6 +66,7 @@ def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_plat
     page.wait_for_timeout(400)
     button.dispatch_event("pointerup")
     expect(page.locator(".player-status")).not_to_contain_text("reconnecting")
-    events = list(SessionEvent.objects.filter(session=session).values_list("payload", flat=True))
+    wait_until(lambda: SessionEvent.objects.filter(session=session).count() == 2)
+    events = list(SessionEvent.objects.filter(session=session).order_by("sequence").values_list("payload", flat=True))
     assert events == [{"type": "key_down", "key": "KeyW"}, {"type": "key_up", "key": "KeyW"}]
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

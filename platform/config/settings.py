@@ -171,7 +171,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "common.schema.ViewNamedAutoSchema",
     "EXCEPTION_HANDLER": "common.apis.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "common.apis.NewestFirstPagination",
     # Anonymous calls are only log-ins for a token; ten a minute per address stops password guessing.
