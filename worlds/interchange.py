@@ -28,6 +28,18 @@ CHARACTER_EXTRA_FIELDS = (
     "players_can_view_memories",
     "players_can_edit_memories",
 )
+# Character field <-> card field, for the texts both have.
+CARD_TEXT_FIELDS = (
+    ("name", "name"),
+    ("persona", "description"),
+    ("personality", "personality"),
+    ("scenario", "scenario"),
+    ("greeting", "first_mes"),
+    ("example_dialogue", "mes_example"),
+    ("creator_notes", "creator_notes"),
+    ("system_prompt", "system_prompt"),
+    ("post_history_instructions", "post_history_instructions"),
+)
 # Card fields our Character does not use, kept in card_extra to be written back.
 CARD_EXTRA_FIELDS = (
     "creator",
@@ -119,15 +131,7 @@ def character_rows(
     ours = ours if isinstance(ours, dict) else {}
     character = Character(
         owner=owner,
-        name=card.name,
-        persona=card.description,
-        personality=card.personality,
-        scenario=card.scenario,
-        greeting=card.first_mes,
-        example_dialogue=card.mes_example,
-        creator_notes=card.creator_notes,
-        system_prompt=card.system_prompt,
-        post_history_instructions=card.post_history_instructions,
+        **{ours: getattr(card, theirs) for ours, theirs in CARD_TEXT_FIELDS},
         alternate_greetings=list(card.alternate_greetings),
         tags=list(card.tags),
         card_extensions=extensions,
@@ -152,15 +156,7 @@ def character_card(character: Character) -> formats.CharacterCard:
         for clue in character.clues.order_by("id")
     ]
     return formats.CharacterCard(
-        name=character.name,
-        description=character.persona,
-        personality=character.personality,
-        scenario=character.scenario,
-        first_mes=character.greeting,
-        mes_example=character.example_dialogue,
-        creator_notes=character.creator_notes,
-        system_prompt=character.system_prompt,
-        post_history_instructions=character.post_history_instructions,
+        **{theirs: getattr(character, ours) for ours, theirs in CARD_TEXT_FIELDS},
         alternate_greetings=tuple(character.alternate_greetings),
         tags=tuple(character.tags),
         extensions={**character.card_extensions, WORLDLOOM_EXTENSION: ours},
