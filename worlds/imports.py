@@ -12,7 +12,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.db import models, transaction
+from django.db import transaction
 
 from accounts.models import User
 from common.images import image_validator
@@ -20,7 +20,7 @@ from worlds import formats
 from worlds.cartridge import cartridge_read
 from worlds.interchange import character_rows, lorebook_rows, story_rows
 from worlds.models import Lorebook, World
-from worlds.services import slug_unique, world_create, world_from_document
+from worlds.services import row_saved, slug_unique, world_create, world_from_document
 
 Created = dict[str, Any]
 
@@ -50,10 +50,10 @@ def character_import(*, data: bytes, kind: str, owner: User, world: World | None
         character.lorebook = book
     if kind == "card-png":
         character.portrait = ContentFile(data, name=f"{character.name or 'portrait'}.png")
-    saved(character, "card: data")
+    row_saved(character, "card: data")
     for clue in clues:
         clue.character = character
-        saved(clue, f"card: data.extensions.worldloom.clues {clue.name!r}")
+        row_saved(clue, f"card: data.extensions.worldloom.clues {clue.name!r}")
     if world is not None:
         world.characters.add(character)
     created.append({"type": "character", "id": character.pk, "name": character.name,
@@ -78,10 +78,10 @@ def story_import(*, data: bytes, owner: User, world: World | None) -> list[Creat
                              category="stories")  # fmt: skip
         created.append({"type": "world", "id": world.pk, "name": world.title})
     story.world = world
-    saved(story, "twee: StoryData")
+    row_saved(story, "twee: StoryData")
     for beat in beats:
         beat.story = story
-        saved(beat, f"twee: passage {beat.name!r}")
+        row_saved(beat, f"twee: passage {beat.name!r}")
     created.append({"type": "story", "id": story.pk, "name": story.title, "beats": len(beats),
                     "start_beat": story.start_beat})  # fmt: skip
     return created
@@ -118,23 +118,11 @@ def cartridge_import(*, data: bytes, owner: User) -> list[Created]:
 
 
 def save_lorebook(book: Lorebook, entries: list[Any], *, where: str) -> Lorebook:
-    saved(book, where)
+    row_saved(book, where)
     for index, entry in enumerate(entries):
         entry.lorebook = book
-        saved(entry, f"{where}.entries[{index}]")
+        row_saved(entry, f"{where}.entries[{index}]")
     return book
-
-
-def saved(row: models.Model, where: str) -> None:
-    """Validate and save one imported row; a refusal names the file's field it came from."""
-    try:
-        row.full_clean()
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{field}: {message}" for field, messages in error.message_dict.items() for message in messages
-        )
-        raise ValidationError(f"{where}: {problems}") from None
-    row.save()
 
 
 def store_asset(name: str, content: bytes) -> str:

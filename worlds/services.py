@@ -199,18 +199,22 @@ def referenced(known: dict[str, Any], key: Any, where: str) -> Any:
 
 
 def saved(model: type[models.Model], values: dict[str, Any], where: str, **relations: Any) -> Any:
-    """Build, validate and save a `model` row; a ValidationError names where in the document it failed."""
+    """Build, validate and save a `model` row from a document's values; errors name where it failed."""
     allowed = {field.name for field in model._meta.concrete_fields if not field.is_relation} - IDENTITY_FIELDS
     unknown = sorted(set(values) - allowed)
     if unknown:
         raise ValidationError(f"{where}: unknown fields {', '.join(unknown)}")
-    instance = model(**values, **relations)
+    return row_saved(model(**values, **relations), where)
+
+
+def row_saved(row: models.Model, where: str) -> Any:
+    """Validate and save one row of a document or an imported file; a refusal names where it came from."""
     try:
-        instance.full_clean()
+        row.full_clean()
     except ValidationError as error:
         problems = "; ".join(
             f"{field}: {message}" for field, messages in error.message_dict.items() for message in messages
         )
         raise ValidationError(f"{where}: {problems}") from None
-    instance.save()
-    return instance
+    row.save()
+    return row
