@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+import zipfile
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -13,6 +16,8 @@ from worlds.models import World, WorldVersion
 from worlds.tests.factories import HookBranchFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "formats"
 
 
 def log_in(page: Page, user: User) -> None:
@@ -137,3 +142,31 @@ def test_studio_pages_need_no_sideways_scrolling_on_a_phone(page: Page) -> None:
     ):
         page.goto(path)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), (path, too_wide(page))
+
+
+def test_a_creator_imports_a_card_png_and_exports_a_cartridge(page: Page, tmp_path: Path) -> None:
+    creator = UserFactory()
+    log_in(page, creator)
+    page.goto("/studio/")
+    page.get_by_role("link", name="Import a file").click()
+    page.get_by_label("File").set_input_files(str(FIXTURES / "truncated_card.png"))
+    page.get_by_role("button", name="Import").click()
+    expect(page.get_by_role("alert")).to_contain_text("truncated")
+    page.get_by_label("File").set_input_files(str(FIXTURES / "eve_card_v3.png"))
+    page.get_by_role("button", name="Import").click()
+    expect(page.locator(".messages")).to_contain_text("Imported character “Eve”")
+    page.goto("/studio/worlds/new/")
+    page.get_by_label("Title").fill("Saltmarsh")
+    page.get_by_label("Logline").fill("A marsh with a lighthouse.")
+    page.get_by_role("checkbox", name="Eve").check()
+    page.get_by_role("button", name="Create world").click()
+    saved(page)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="World cartridge (zip)").click()
+    target = tmp_path / download.value.suggested_filename
+    download.value.save_as(target)
+    manifest = json.loads(zipfile.ZipFile(target).read("manifest.json"))
+    document = json.loads(zipfile.ZipFile(target).read("world.json"))
+    assert manifest["provenance"]["creator"] == creator.username
+    assert [character["name"] for character in document["characters"]] == ["Eve"]
+    assert any(name.startswith("assets/portraits/") for name in zipfile.ZipFile(target).namelist())

@@ -25,11 +25,8 @@ from gallery.selectors import versions_visible
 from stories.models import Beat, Story
 from worlds import services
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
-from worlds.imports import content_import
+from worlds.imports import MAX_IMPORT_BYTES, content_import
 from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World, WorldVersion
-
-# Cartridges carry images; cards and stories are far smaller (each format checks its own limit too).
-MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 class CanCreate(permissions.BasePermission):

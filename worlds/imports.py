@@ -23,6 +23,8 @@ from worlds.models import Lorebook, World
 from worlds.services import row_saved, slug_unique, world_create, world_from_document
 
 Created = dict[str, Any]
+# Cartridges carry images; cards and stories are far smaller (each format checks its own limit too).
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
 
 
 @transaction.atomic

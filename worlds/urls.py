@@ -7,6 +7,7 @@ from worlds import views
 app_name = "worlds"
 urlpatterns = [
     path("", views.studio, name="studio"),
+    path("import/", views.import_content, name="import"),
     path("worlds/new/", views.world_edit, name="world_create"),
     path("worlds/<int:world_id>/", views.world_edit, name="world"),
     path("worlds/<int:world_id>/preview.jpg", views.world_preview, name="world_preview"),

@@ -18,13 +18,15 @@ from django.db.models import OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import User
 from accounts.roles import CREATE
 from inference.engine import preview_jpeg
 from stories.forms import BeatFormSet, StoryForm
 from stories.models import Story
+from worlds import imports
+from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS
 from worlds.forms import (
     TRIGGER_INPUTS,
     CharacterForm,
@@ -42,7 +44,8 @@ from worlds.forms import (
     playtest_by_authored_examples,
     service_errors_add,
 )
-from worlds.models import Character, Hook, Lorebook, World, WorldVersion
+from worlds.imports import MAX_IMPORT_BYTES
+from worlds.models import Character, Hook, Lorebook, ReviewStatus, World, WorldVersion
 from worlds.selectors import world_problems, worlds_owned
 from worlds.services import world_publish, world_remix
 
@@ -68,9 +71,10 @@ def owned(model: type[models.Model], pk: int, user: User, owner_path: str = "own
 
 
 def versions_remixable(*, user: User) -> list[WorldVersion]:
-    """The latest published version of each world someone else made, newest first."""
-    latest = WorldVersion.objects.filter(world=OuterRef("world")).order_by("-number").values("number")[:1]
-    versions = WorldVersion.objects.filter(number=Subquery(latest)).exclude(world__owner=user)
+    """The latest approved version of each world someone else made, newest first."""
+    approved = WorldVersion.objects.filter(status=ReviewStatus.APPROVED)
+    latest = approved.filter(world=OuterRef("world")).order_by("-number").values("number")[:1]
+    versions = approved.filter(number=Subquery(latest)).exclude(world__owner=user)
     return list(versions.select_related("world__owner").order_by("-published_at")[:20])
 
 
@@ -130,6 +134,7 @@ def edit_page(
             "kind": kind,
             "heading": heading,
             "errors": errors_summarised(form, formsets),
+            "exports": [] if is_new else export_links(instance),
             **(context or {}),
         },
     )
@@ -258,3 +263,48 @@ def remix(request: HttpRequest, version_id: int) -> HttpResponse:
         return redirect("worlds:version", version.pk)
     messages.success(request, f"Remixed “{world.title}”: this copy is yours to edit.")
     return redirect("worlds:world", world.pk)
+
+
+def export_links(content: models.Model) -> list[tuple[str, str]]:
+    """(label, URL) for each file the content can be exported as; the export API serves the download."""
+    kind = next((name for name, model in EXPORT_MODELS.items() if isinstance(content, model)), None)
+    if kind is None:
+        return []
+    url = reverse("content-export", args=[kind, content.pk])
+    return [
+        (EXPORT_LABELS[export_format], f"{url}?file_format={export_format}") for export_format in EXPORT_FORMATS[kind]
+    ]
+
+
+EXPORT_LABELS = {
+    "card-png": "Character card (PNG)",
+    "card-json": "Character card (JSON)",
+    "lorebook": "Lorebook (lorebook_v3 JSON)",
+    "world-info": "SillyTavern World Info (JSON)",
+    "twee": "Twine story (Twee 3)",
+    "cartridge": "World cartridge (zip)",
+}
+
+
+@creator_required
+@require_http_methods(["GET", "POST"])
+def import_content(request: HttpRequest) -> HttpResponse:
+    worlds = worlds_owned(owner=request.user)
+    error = None
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        world = owned(World, int(request.POST["world"]), request.user) if request.POST.get("world") else None
+        if upload is None:
+            error = "choose a file to import"
+        elif upload.size > MAX_IMPORT_BYTES:
+            error = f"the file is over {MAX_IMPORT_BYTES // 1048576} MiB"
+        else:
+            try:
+                created = imports.content_import(data=upload.read(), owner=request.user, world=world)
+            except ValidationError as refusal:
+                error = " ".join(refusal.messages)
+            else:
+                names = ", ".join(f"{item['type']} “{item['name']}”" for item in created)
+                messages.success(request, f"Imported {names}.")
+                return redirect("worlds:studio")
+    return render(request, "worlds/import.html", {"worlds": worlds, "error": error}, status=400 if error else 200)
