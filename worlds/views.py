@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.models import User
 from accounts.roles import CREATE
+from gallery.selectors import versions_visible
 from inference.engine import preview_jpeg
 from stories.forms import BeatFormSet, StoryForm
 from stories.models import Story
@@ -242,7 +243,7 @@ def publish(request: HttpRequest, world_id: int) -> HttpResponse:
 
 @creator_required
 def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
-    version = get_object_or_404(WorldVersion.objects.select_related("world__owner"), pk=version_id)
+    version = get_object_or_404(versions_visible(user=request.user).select_related("world__owner"), pk=version_id)
     return render(
         request,
         "worlds/version.html",
@@ -254,7 +255,7 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
 @require_POST
 def remix(request: HttpRequest, version_id: int) -> HttpResponse:
     # Creators remix other people's worlds; their own they simply edit.
-    version = get_object_or_404(WorldVersion.objects.exclude(world__owner=request.user), pk=version_id)
+    version = get_object_or_404(versions_visible(user=request.user).exclude(world__owner=request.user), pk=version_id)
     try:
         world = world_remix(version=version, owner=request.user)
     except ValidationError as error:

@@ -14,7 +14,8 @@ from django.urls import reverse
 from PIL import Image
 
 from accounts.models import User
-from accounts.tests.factories import UserFactory
+from accounts.tests.factories import ModeratorFactory, UserFactory
+from moderation.services import version_approve
 from stories.models import Story
 from worlds.models import Character, Clue, Hook, Lorebook, World, WorldVersion
 from worlds.services import world_publish
@@ -520,6 +521,9 @@ def test_another_creator_remixes_a_published_world_and_the_copy_credits_the_orig
     world.characters.add(CharacterFactory(owner=world.owner))
     version = world_publish(world=world, by=world.owner)
     remixer = UserFactory()
+    pending = signed_in(remixer).get(reverse("worlds:studio")).content.decode()
+    assert reverse("worlds:version", args=[version.pk]) not in pending  # not remixable before it is approved
+    version_approve(version=version, moderator=ModeratorFactory())
     client = signed_in(remixer)
     listed = client.get(reverse("worlds:studio")).content.decode()
     assert reverse("worlds:version", args=[version.pk]) in listed
