@@ -286,3 +286,37 @@ def test_when_every_slot_is_taken_a_player_waits_in_the_queue_until_one_frees() 
         assert PlaySession.objects.get(pk=first.pk).status == "parked"
     finally:
         platform.stop()
+
+
+def test_over_a_real_socket_a_stranger_is_refused_and_bad_messages_leave_the_session_up(
+    live_platform: LivePlatform,
+) -> None:
+    session = PlaySessionFactory()
+    owner_cookie, stranger_cookie = cookie_for(session.owner), cookie_for(UserFactory())
+    url = f"{live_platform.ws_url}/ws/play/{session.pk}/"
+
+    async def stranger() -> int:
+        try:
+            async with websockets.connect(
+                url, additional_headers={"Cookie": stranger_cookie, "Origin": live_platform.url}
+            ):
+                return 101
+        except websockets.InvalidStatus as refused:
+            return refused.response.status_code
+
+    async def owner(player: Player) -> list[str]:
+        await player.read_until(lambda p: len(p.frames) >= 1)
+        for bad in ("{nope", json.dumps({"type": "warp", "seq": 1}), "x" * 10_000, json.dumps([1, 2])):
+            await player.connection.send(bad)
+        errors = await player.read_until(
+            lambda p: (e := [m for m in p.messages if m["type"] == "error"]) and len(e) == 4 and e
+        )
+        await player.send("key_down", key="KeyD")
+        await player.read_until(lambda p: p.last("accepted"))
+        return [error["error"] for error in errors]
+
+    assert asyncio.run(stranger()) == 403
+    errors = asyncio.run(play(live_platform, session, owner_cookie, owner))
+    assert "not valid JSON" in errors[0]
+    assert "unknown message type" in errors[1]
+    assert "at most 4096" in errors[2]
