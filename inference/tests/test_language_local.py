@@ -1,0 +1,80 @@
+"""The local backend on a tiny random model (fast) and on the real SmolLM2 from the GGUF (slow, one test)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from inference.language.base import GenerationSettings, Message, complete
+from inference.language.local import LocalLanguageModel, LocalModelConfig, converted_gguf, default_gguf_path
+from inference.language.tiny import write_tiny_model
+
+CHAT: list[Message] = [
+    {"role": "system", "content": "You are Eve, the harbourmaster."},
+    {"role": "user", "content": "Hello, who are you?"},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> LocalLanguageModel:
+    directory = write_tiny_model(tmp_path_factory.mktemp("tiny"))
+    return LocalLanguageModel(LocalModelConfig(model_dir=directory))
+
+
+def test_a_seeded_reply_is_repeatable_and_another_seed_differs(tiny_model: LocalLanguageModel) -> None:
+    first = complete(tiny_model, CHAT, GenerationSettings(seed=7, max_new_tokens=24))
+    again = complete(tiny_model, CHAT, GenerationSettings(seed=7, max_new_tokens=24))
+    other = complete(tiny_model, CHAT, GenerationSettings(seed=8, max_new_tokens=24))
+    assert first == again
+    assert first != other
+
+
+def test_the_reply_streams_in_pieces_within_the_token_limit(tiny_model: LocalLanguageModel) -> None:
+    pieces = list(tiny_model.stream(CHAT, GenerationSettings(seed=1, max_new_tokens=12)))
+    longer = complete(tiny_model, CHAT, GenerationSettings(seed=1, max_new_tokens=24))
+    assert 1 < len(pieces) <= 12  # every piece holds at least one new token
+    assert longer.startswith("".join(pieces).rstrip())  # the same samples, stopped earlier
+
+
+def test_a_reply_prefix_is_continued_not_repeated(tiny_model: LocalLanguageModel) -> None:
+    prefixed: list[Message] = [*CHAT, {"role": "assistant", "content": "You found a silver key"}]
+    rendered = tiny_model.render(prefixed)
+    assert rendered.endswith("<|im_start|>assistant\nYou found a silver key")
+    reply = complete(tiny_model, prefixed, GenerationSettings(seed=2, max_new_tokens=8))
+    assert not reply.startswith("You found a silver key")
+
+
+def test_candidates_are_sampled_as_one_batch_and_differ(tiny_model: LocalLanguageModel) -> None:
+    candidates = tiny_model.candidates(CHAT, GenerationSettings(seed=3, max_new_tokens=10), 4)
+    assert len(candidates) == 4
+    assert len(set(candidates)) > 1
+
+
+def test_greedy_decoding_of_a_batch_matches_the_single_stream(tiny_model: LocalLanguageModel) -> None:
+    settings = GenerationSettings(temperature=0.0, max_new_tokens=10)
+    single = complete(tiny_model, CHAT, settings)
+    batch = tiny_model.candidates(CHAT, settings, 2)
+    assert batch == [single, single]
+
+
+@pytest.mark.slow
+def test_the_default_model_converts_once_then_reloads_from_the_cache_and_continues_a_fact(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    converted = converted_gguf(default_gguf_path(), tmp_path)
+    cold_seconds = time.perf_counter() - started
+    assert (converted / "model.safetensors").is_file()
+    assert not list(tmp_path.glob(".*.partial"))
+
+    model = LocalLanguageModel(LocalModelConfig(cache_dir=tmp_path))
+    assert model.directory == converted
+    assert model.load_seconds < cold_seconds / 3
+    question: list[Message] = [
+        {"role": "system", "content": "You are Eve, the harbourmaster. The player told you they found a silver key."},
+        {"role": "user", "content": "What did I find at the docks?"},
+        {"role": "assistant", "content": "You found a silver key at the docks"},
+    ]
+    continuation = complete(model, question, GenerationSettings(seed=0, max_new_tokens=24))
+    assert continuation.strip()
+    assert "<|im" not in continuation
