@@ -205,6 +205,9 @@ def test_a_warned_creator_reads_the_warning_and_a_suspended_one_cannot_sign_in(m
 def test_moderators_cannot_suspend_each_other(moderator: User) -> None:
     with pytest.raises(PermissionDenied):
         services.user_suspend(user=ModeratorFactory(), moderator=moderator, reason="Rivalry.")
-    assert api_for(UserFactory()).post(
-        f"/api/moderation/people/{moderator.pk}/actions/", {"action": "suspend", "reason": "x"}
-    ).status_code == 403
+    assert (
+        api_for(UserFactory())
+        .post(f"/api/moderation/people/{moderator.pk}/actions/", {"action": "suspend", "reason": "x"})
+        .status_code
+        == 403
+    )
