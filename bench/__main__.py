@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import engine_speed, gallery_speed, runtime_speed, world_quality, world_speed
+from bench import Skipped, engine_speed, gallery_speed, runtime_speed, world_quality, world_speed
 
 Measure = Callable[[bool], dict[str, float]]
 
@@ -42,7 +42,11 @@ def main(argv: list[str] | None = None) -> None:
     RESULTS.mkdir(exist_ok=True)
     for name in chosen:
         started = time.perf_counter()
-        figures = registry[name](arguments.quick)
+        try:
+            figures = registry[name](arguments.quick)
+        except Skipped as reason:
+            print(f"{name}  skipped: {reason}")
+            continue
         (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
         print(table(name, figures, time.perf_counter() - started))
 

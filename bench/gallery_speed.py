@@ -18,6 +18,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from bench import Skipped
+
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ("harbour fog lighthouse keeper desert caravan moon station orbit forest witch tower ember river "
          "glass city neon rain garden clock engine frost mountain pilgrim archive ghost signal salt bridge "
@@ -167,9 +169,7 @@ def run(quick: bool) -> dict[str, float]:
     from django.db import connection
 
     if connection.vendor != "postgresql":
-        raise SystemExit(
-            "gallery_bench skipped: it measures PostgreSQL (set DATABASE_URL=postgres://...; .ci/run starts one)"
-        )
+        raise Skipped("it measures PostgreSQL (set DATABASE_URL=postgres://...; .ci/run starts one)")
     from tests.fixtures import platform_environment, start_platform
 
     count, requests_per_kind = (1_000, 200) if quick else (10_000, 2_000)

@@ -16,6 +16,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from accounts.models import User
+from gallery.services import world_play_record
 from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
 from stories.selectors import (
     last_frame_key,
@@ -59,6 +60,7 @@ def session_start(*, version: WorldVersion, owner: User) -> PlaySession:
         is_live=version.document["world"]["category"] == "live",
         queued_at=timezone.now(),
     )
+    world_play_record(player=owner, world=version.world)
     session_dispatch(session=session)
     return session
 
@@ -77,6 +79,7 @@ def live_session_join(*, version: WorldVersion, user: User) -> PlaySession:
         session = session_start(version=version, owner=user)
     elif session.owner_id != user.pk:
         session.participants.add(user)
+        world_play_record(player=user, world=version.world)
     return session
 
 

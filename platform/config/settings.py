@@ -111,7 +111,9 @@ if EMBEDDED:
     }
 else:
     DATABASES = {"default": database_from_url("DATABASE_URL", DATABASE_URL)}
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+    # Under ASGI every request runs on a thread of its own, and persistent connections pile up one per
+    # thread until PostgreSQL refuses more ("too many clients" at 50 concurrent clients): close by default.
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # Fail fast while PostgreSQL is down instead of hanging every request.
