@@ -12,7 +12,7 @@ Version 1. The worker opens a WebSocket to `/ws/workers/` with the header `Autho
 
 Sessions (the platform logs every input before it forwards it, and numbers it in the session's sequence):
 
-- platform → worker `session.open`: `session`, `engine`, `spec`, `story` (or null), `snapshot` (or null:
+- platform → worker `session.open`: `session`, `engine`, `live`, `spec`, `story` (or null), `snapshot` (or null:
   `tick`, `sequence`, `engine_state` in base64, `narrative`), `replay` (logged inputs already applied, each
   with `sequence`, `tick`, `input`, `events`, `story`), `pending` (logged, not yet applied: `sequence`,
   `input`) and `target_tick` (the last frame the platform saw). A reopened session replays to that tick.
@@ -22,7 +22,8 @@ Sessions (the platform logs every input before it forwards it, and numbers it in
   sequence), then the JPEG.
 - worker → platform `session.opened` (`tick`), `session.applied` (`sequence`, the `tick` it applies at, the
   `events` it became, the `story` state after a choice), `session.snapshot` (`tick`, `sequence`,
-  `engine_state`, `narrative`), and `session.narration` / `session.choices` / `session.error`, which the
+  `engine_state`, `narrative`), and `session.narration` / `session.choices` / `session.votes` (Live worlds:
+  `tally` per choice, `closes_at_tick`) / `session.error`, which the
   platform relays to the session's browsers. A worker may only speak of sessions assigned to it.
 
 A malformed or unknown message is answered with `error` and the connection stays open. Both sides build and
@@ -47,6 +48,7 @@ SESSION_MESSAGE_TYPES = (
     "session.narration",
     "session.choices",
     "session.error",
+    "session.votes",
 )
 
 

@@ -147,14 +147,14 @@ class InferenceWorker:
             next_tick = time.monotonic() + interval
             if not self.host.sessions:
                 continue
-            frames, snapshots = await self.on_engine_thread(self.host.tick)
+            frames, messages = await self.on_engine_thread(self.host.tick)
             for frame, sequence in frames:
                 encoded = protocol.frame_encode(
                     session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
                 )
                 await connection.send(encoded)
-            for snapshot in snapshots:
-                await connection.send(protocol.encode(snapshot))
+            for message in messages:
+                await connection.send(protocol.encode(message))
 
     def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies."""

@@ -78,6 +78,7 @@ def session_open_message(*, session: PlaySession) -> dict[str, Any]:
         "type": "session.open",
         "session": str(session.pk),
         "engine": session.engine,
+        "live": session.is_live,
         "spec": document["world"]["engine_parameters"],
         "story": stories[0] if stories else None,
         "snapshot": {

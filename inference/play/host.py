@@ -29,6 +29,8 @@ class HostConfig:
 
     # Snapshots every few seconds bound what a failover must replay (about 3 s of inputs and ticks).
     snapshot_every_seconds: float = 3.0
+    # A Live world's vote on the choices stays open ten seconds at 20 ticks a second: time to read and pick.
+    vote_window_ticks: int = 200
 
 
 @dataclass
@@ -45,6 +47,12 @@ class HostedSession:
     paused: bool = False
     story: StoryGraph | None = None
     story_state: StoryState | None = None
+    # Live worlds vote on choices: each voter's pick, and the tick the vote closes at (None: no vote open).
+    live: bool = False
+    votes: dict[str, int] = field(default_factory=dict)
+    vote_closes_at: int | None = None
+    # Messages produced while stepping (a vote closing), sent with the tick's frames.
+    outbox: list[Message] = field(default_factory=list)
     snapshot_due: bool = True
     last_snapshot_at: float = 0.0
 
@@ -54,6 +62,8 @@ class HostedSession:
             "participant_keys": {name: sorted(keys) for name, keys in self.participant_keys.items()},
             "paused": self.paused,
             "story": self.story_state.to_dict() if self.story_state else None,
+            "votes": self.votes,
+            "vote_closes_at": self.vote_closes_at,
         }
 
 
@@ -88,11 +98,15 @@ class SessionHost:
         hosted.held_keys = set(narrative.get("held_keys", []))
         hosted.participant_keys = {name: set(keys) for name, keys in narrative.get("participant_keys", {}).items()}
         hosted.paused = bool(narrative.get("paused"))
+        hosted.live = bool(message.get("live"))
+        hosted.votes = dict(narrative.get("votes", {}))
+        hosted.vote_closes_at = narrative.get("vote_closes_at")
         if hosted.story is not None:
             story = narrative.get("story")
             hosted.story_state = StoryState.from_dict(story) if story else hosted.story.begin()
         self.sessions[session_id] = hosted
         self.replay(hosted, message.get("replay", []), message.get("target_tick"))
+        hosted.outbox.clear()  # what the replay produced was seen before; the story is sent below
         outgoing: list[Message] = [{"type": "session.opened", "session": session_id, "tick": hosted.tick}]
         if hosted.story is not None:
             outgoing += self.story_messages(hosted)  # a player coming back sees where the story stands
@@ -121,6 +135,8 @@ class SessionHost:
         hosted.pending_events += entry.get("events", [])
         if entry.get("story"):
             hosted.story_state = StoryState.from_dict(entry["story"])
+        if entry["input"]["type"] == "choice" and hosted.live:
+            self.vote(hosted, entry["input"])
         if entry["input"]["type"] in ("pause", "resume"):
             hosted.paused = entry["input"]["type"] == "pause"
         hosted.applied_sequence = entry["sequence"]
@@ -141,6 +157,8 @@ class SessionHost:
             events = events_from_prompt(given["text"])
             text = "The world changes." if events else "Nothing in the world answers that yet."
             outgoing.append({"type": "session.narration", "session": session_id, "text": text})
+        elif kind == "choice" and hosted.live and hosted.story is not None:
+            outgoing += self.vote(hosted, given)
         elif kind == "choice" and hosted.story is not None and hosted.story_state is not None:
             try:
                 hosted.story_state = hosted.story.choose(hosted.story_state, given["index"])
@@ -159,7 +177,7 @@ class SessionHost:
         hosted.applied_sequence = sequence
         applied = {"type": "session.applied", "session": session_id, "sequence": sequence, "tick": hosted.tick + 1,
                    "events": events}  # fmt: skip
-        if kind == "choice" and hosted.story_state is not None:
+        if kind == "choice" and hosted.story_state is not None and not hosted.live:
             applied["story"] = hosted.story_state.to_dict()
         return [applied, *outgoing]
 
@@ -187,6 +205,32 @@ class SessionHost:
         events.append({"kind": "move", "name": name, "action": int(action_from_keys(keys))})
         return events
 
+    def vote(self, hosted: HostedSession, given: Message) -> list[Message]:
+        """Record a Live participant's pick; the first vote opens a window, the majority is taken as it closes."""
+        assert hosted.story is not None and hosted.story_state is not None
+        options = hosted.story.choices(hosted.story_state)
+        if not 0 <= given["index"] < len(options):
+            return [{"type": "session.error", "session": hosted.id, "error": f"there is no choice {given['index']}"}]
+        hosted.votes[given.get("participant", "owner")] = given["index"]
+        if hosted.vote_closes_at is None:
+            hosted.vote_closes_at = hosted.tick + 1 + self.config.vote_window_ticks
+        tally = [list(hosted.votes.values()).count(index) for index in range(len(options))]
+        return [
+            {"type": "session.votes", "session": hosted.id, "tally": tally, "closes_at_tick": hosted.vote_closes_at}
+        ]
+
+    def vote_close(self, hosted: HostedSession) -> list[Message]:
+        """Take the choice most voted for (on a tie, the first of them) and move the story on."""
+        assert hosted.story is not None and hosted.story_state is not None
+        options = hosted.story.choices(hosted.story_state)
+        tally = [list(hosted.votes.values()).count(index) for index in range(len(options))]
+        chosen = tally.index(max(tally))
+        hosted.votes, hosted.vote_closes_at = {}, None
+        hosted.story_state = hosted.story.choose(hosted.story_state, chosen)
+        hosted.snapshot_due = True
+        announced = {"type": "session.narration", "session": hosted.id, "text": f"The vote chose: {options[chosen]}"}
+        return [announced, *self.story_messages(hosted)]
+
     def story_messages(self, hosted: HostedSession) -> list[Message]:
         assert hosted.story is not None and hosted.story_state is not None
         state = hosted.story_state
@@ -200,16 +244,19 @@ class SessionHost:
     def tick(self) -> tuple[list[tuple[Frame, int]], list[Message]]:
         """Step every running session once (one batch per engine).
 
-        Returns each frame with the session's last applied input sequence, and the snapshots now due.
+        Returns each frame with the session's last applied input sequence, and the messages now due: votes
+        that closed, then snapshots.
         """
         running = [hosted for hosted in self.sessions.values() if not hosted.paused]
         frames = [(frame, self.sessions[frame.session].applied_sequence) for frame in self.step_sessions(running)]
         now = time.monotonic()
-        snapshots = []
+        due = [message for hosted in running for message in hosted.outbox]
+        for hosted in running:
+            hosted.outbox = []
         for hosted in running:
             if hosted.snapshot_due or now - hosted.last_snapshot_at >= self.config.snapshot_every_seconds:
-                snapshots.append(self.snapshot(hosted.id))
-        return frames, snapshots
+                due.append(self.snapshot(hosted.id))
+        return frames, due
 
     def step_sessions(self, hosted_sessions: list[HostedSession]) -> list[Frame]:
         by_engine: dict[int, list[HostedSession]] = defaultdict(list)
@@ -226,6 +273,8 @@ class SessionHost:
                 hosted.pending_events = []
                 hosted.tick = frame.number
                 frames.append(Frame(hosted.id, frame.number, frame.jpeg))
+                if hosted.vote_closes_at is not None and hosted.tick >= hosted.vote_closes_at:
+                    hosted.outbox += self.vote_close(hosted)
         return frames
 
     def refresh(self, session_id: str) -> list[Message]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from inference.engine import RaycastEngine
-from inference.play.host import SessionHost
+from inference.play.host import HostConfig, SessionHost
 from inference.play.prompts import events_from_prompt
 from inference.world.state import from_snapshot
 
@@ -138,3 +138,24 @@ def test_a_live_participant_walks_an_avatar_and_a_replay_restores_it() -> None:
     reopened = host()
     reopened.open(open_message("s", replay=logged, target_tick=live.sessions["s"].tick))
     assert world_state(reopened, "s") == world_state(live, "s")
+
+
+def test_in_a_live_world_the_majority_vote_moves_the_story_when_the_vote_closes() -> None:
+    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
+    session_host.open(open_message("s", story=STORY, live=True))
+    logged = []
+    votes = [({"type": "choice", "index": 0}, 1), ({"type": "choice", "index": 1, "participant": "ana"}, 2),
+             ({"type": "choice", "index": 1, "participant": "bo"}, 3)]  # fmt: skip
+    for given, sequence in votes:
+        messages = session_host.input("s", sequence, given)
+        logged.append({"sequence": sequence, "input": given, "tick": messages[0]["tick"], "events": []})
+        assert messages[1]["type"] == "session.votes"
+    assert messages[1]["tally"] == [1, 2]
+    outcomes = []
+    for _ in range(6):
+        outcomes += session_host.tick()[1]
+    assert {"type": "session.narration", "session": "s", "text": "The vote chose: Right"} in outcomes
+    assert session_host.sessions["s"].story_state.beat == "right"
+    reopened = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
+    reopened.open(open_message("s", story=STORY, live=True, replay=logged, target_tick=6))
+    assert reopened.sessions["s"].story_state.beat == "right"

@@ -6,6 +6,7 @@
   const root = document.getElementById("player");
   if (!root) return;
   const sessionId = root.dataset.session;
+  const live = root.dataset.live === "true";
   const canvas = root.querySelector("canvas");
   const context = canvas.getContext("2d");
   const statusLine = root.querySelector(".player-status");
@@ -95,6 +96,11 @@
       }
       case "narration": say(message.text); break;
       case "choices": showChoices(message.choices); break;
+      case "votes":
+        choiceBar.querySelectorAll("button").forEach((button, index) => {
+          button.textContent = `${button.dataset.text} (${message.tally[index] || 0})`;
+        });
+        break;
       case "character_line": say(`${message.character}: ${message.text}`); break;
       case "error": say(`⚠ ${message.error}`, "player-error"); break;
       default: break;
@@ -116,7 +122,9 @@
       const button = document.createElement("button");
       button.type = "button";
       button.textContent = text;
-      button.addEventListener("click", () => { send("choice", { index }); choiceBar.replaceChildren(); });
+      button.dataset.text = text;
+      // In a Live world a choice is a vote, which may be changed until the vote closes.
+      button.addEventListener("click", () => { send("choice", { index }); if (!live) choiceBar.replaceChildren(); });
       choiceBar.append(button);
     });
   }
