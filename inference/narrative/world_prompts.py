@@ -1,0 +1,106 @@
+"""Typed prompts that ask for a change of the world, turned into world events by nearest labelled example.
+
+"It starts snowing", "make it night", "a red tower appears ahead" become events of the vocabulary in
+inference/world/EVENTS.md; anything else (talk to a character, a question, an action) yields no event and
+goes to the narrator. A prompt is split into clauses ("make it night and let it snow"); each clause is
+embedded (all-MiniLM-L6-v2) and takes the kind of its most similar example in `EXAMPLES`, a labelled set of
+phrasings per event kind plus "narration" phrasings that are not world changes (a one-nearest-neighbour rule,
+which needs no training). A clause no example is close to goes to the keyword baseline
+(inference.play.prompts.events_from_prompt), which also supplies a spawned object's kind and colour when
+the clause names them; otherwise the object is the kind whose description is nearest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from inference.language.embedding import Embedder
+from inference.play.prompts import COLOR_WORDS, events_from_prompt
+
+NARRATION = "narration"
+# The labelled phrasings; the evaluation (tests/data/narrative/world_prompts_eval.json) uses other wordings.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "night": ("make it night", "night falls", "turn the sky dark", "it gets dark", "let the stars come out",
+              "switch to nighttime", "the sun goes down"),
+    "dawn": ("make it dawn", "the sun rises", "it is early morning", "sunrise", "the first light of day breaks"),
+    "day": ("make it day", "bright daylight", "it is noon", "the sun is high in the sky", "switch to daytime"),
+    "snow": ("it starts snowing", "make it snow", "a blizzard sweeps in", "snowflakes fall",
+             "cover everything in snow"),
+    "rain": ("it starts raining", "make it rain", "a storm rolls in", "heavy rain pours down", "a drizzle begins"),
+    "fog": ("fog rolls in", "make it foggy", "a thick mist covers everything", "haze fills the air"),
+    "clear": ("the weather clears", "stop the rain", "stop the snow", "the fog lifts", "clear skies",
+              "the storm passes"),
+    "spawn": ("a tower appears ahead", "put a tree here", "summon a creature", "a lantern appears",
+              "build a tower in front of me", "a glowing crystal rises from the ground", "spawn a monster"),
+    NARRATION: ("hello, who are you?", "what did I find at the docks?", "I open the door", "tell me about the town",
+                "I walk towards the harbour", "ask her about the ship", "thank you, goodbye", "I pick up the key",
+                "where should I go next?", "I attack the guard", "I am looking for my sister"),
+}  # fmt: skip
+OBJECT_DESCRIPTIONS = {
+    "tower": "a tall stone tower, spire or building",
+    "tree": "a tree, an oak or a pine",
+    "lantern": "a lantern, a lamp or a light",
+    "crystal": "a glowing crystal, a gem or a shard",
+    "creature": "a creature, a monster, a beast or an animal",
+}
+CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b)\s*", re.I)
+
+
+@dataclass(frozen=True)
+class WorldPromptConfig:
+    """How close a clause must be to an example to trust it."""
+
+    # MiniLM cosine: rewordings of an example score 0.55-0.9; below 0.45 the keyword list decides instead.
+    threshold: float = 0.45
+
+
+class WorldPromptClassifier:
+    """Maps typed prompts onto world events; embeds the labelled examples once."""
+
+    def __init__(self, embedder: Embedder, config: WorldPromptConfig | None = None) -> None:
+        self.embedder = embedder
+        self.config = config or WorldPromptConfig()
+        self.labels = [kind for kind, phrasings in EXAMPLES.items() for _ in phrasings]
+        self.examples = embedder.embed(
+            [phrasing for phrasings in EXAMPLES.values() for phrasing in phrasings]
+        )  # (E, D)
+        self.objects = embedder.embed(list(OBJECT_DESCRIPTIONS.values()))  # (O, D)
+
+    def events(self, prompt: str) -> list[dict[str, Any]]:
+        """The world events `prompt` asks for; [] when it is not a world change (it goes to the narrator)."""
+        clauses = [clause for clause in CLAUSE_SPLIT.split(prompt.strip()) if clause and re.search(r"\w", clause)]
+        if not clauses:
+            return []
+        vectors = self.embedder.embed(clauses)  # (C, D)
+        events: list[dict[str, Any]] = []
+        for clause, vector in zip(clauses, vectors, strict=True):
+            for event in self._clause_events(clause, vector):
+                if all(event != seen for seen in events):
+                    events.append(event)
+        return events
+
+    def _clause_events(self, clause: str, vector: np.ndarray) -> list[dict[str, Any]]:
+        similarities = self.examples @ vector  # (E,)
+        best = int(similarities.argmax())
+        kind = self.labels[best]
+        if similarities[best] < self.config.threshold:
+            return events_from_prompt(clause)
+        if kind == NARRATION:
+            return []
+        if kind != "spawn":
+            return [{"kind": kind}]
+        named = [event for event in events_from_prompt(clause) if event["kind"] == "spawn"]
+        if named:
+            return named[:1]
+        event: dict[str, Any] = {
+            "kind": "spawn",
+            "object": list(OBJECT_DESCRIPTIONS)[int((self.objects @ vector).argmax())],
+        }
+        color = next((COLOR_WORDS[word] for word in re.findall(r"[a-z]+", clause.lower()) if word in COLOR_WORDS), None)
+        if color is not None:
+            event["color"] = list(color)
+        return [event]

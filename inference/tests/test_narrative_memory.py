@@ -1,0 +1,120 @@
+"""Memory retrieval (relevance, recency, importance within a budget), extraction, second person, consolidation."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from inference.language.embedding import HashedWordsEmbedder
+from inference.narrative.memory import (
+    EPISODIC,
+    PINNED,
+    SUMMARY,
+    ConsolidationConfig,
+    Memory,
+    MemoryArrays,
+    RetrievalConfig,
+    consolidate,
+    consolidation_due,
+    estimate_tokens,
+    extract_memories,
+    importance_of,
+    retrieve,
+    scores,
+    to_second_person,
+)
+
+EMBEDDER = HashedWordsEmbedder()
+
+
+def arrays_of(memories: list[Memory]) -> MemoryArrays:
+    return MemoryArrays.build(memories, EMBEDDER.embed([memory.text for memory in memories]))
+
+
+def query(text: str) -> np.ndarray:
+    return EMBEDDER.embed([text])[0]
+
+
+def test_an_old_relevant_memory_beats_forty_newer_unrelated_ones() -> None:
+    memories = [Memory("I found a silver key at the docks.", 0.5, turn=1)]
+    memories += [Memory(f"The weather was grey on day {turn}.", 0.5, turn=turn) for turn in range(2, 42)]
+    chosen = retrieve(arrays_of(memories), query("what did I find at the docks"), 42, RetrievalConfig(limit=5))
+    assert chosen[0] == 0
+
+
+def test_recency_orders_equally_relevant_memories_and_importance_outweighs_a_little_age() -> None:
+    memories = [Memory("The lantern is red.", 0.5, turn=3), Memory("The lantern is red.", 0.5, turn=30)]
+    ranked = scores(arrays_of(memories), query("lantern"), 31, RetrievalConfig())
+    assert ranked[1] > ranked[0]
+    weighted = [Memory("The lantern is red.", 0.9, turn=28), Memory("The lantern is red.", 0.2, turn=30)]
+    ranked = scores(arrays_of(weighted), query("lantern"), 31, RetrievalConfig())
+    assert ranked[0] > ranked[1]
+
+
+def test_pinned_memories_come_first_and_the_token_budget_holds() -> None:
+    memories = [Memory("My name is Ana.", 1.0, turn=0, kind=PINNED)]
+    memories += [
+        Memory(f"I saw ship number {index} sail past the lighthouse today.", 0.5, turn=index) for index in range(30)
+    ]
+    config = RetrievalConfig(token_budget=40, limit=8)
+    chosen = retrieve(arrays_of(memories), query("which ship sailed past the lighthouse"), 31, config)
+    assert chosen[0] == 0
+    assert sum(estimate_tokens(memories[index].text) for index in chosen) <= 40
+    assert len(chosen) == 1 + (40 - estimate_tokens(memories[0].text)) // estimate_tokens(memories[1].text)
+
+
+def test_no_memories_retrieve_nothing() -> None:
+    empty = MemoryArrays.build([], np.zeros((0, 384), dtype=np.float32))
+    assert retrieve(empty, query("anything"), 5, RetrievalConfig()) == []
+
+
+def test_retrieval_over_ten_thousand_memories_takes_well_under_fifty_milliseconds() -> None:
+    generator = np.random.default_rng(0)
+    vectors = generator.standard_normal((10_000, 384)).astype(np.float32)  # (N, D)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    memories = [Memory(f"memory {index}", float(generator.random()), turn=index) for index in range(10_000)]
+    arrays = MemoryArrays.build(memories, vectors)
+    target = vectors[1234]
+    timings = []
+    for _ in range(20):
+        started = time.perf_counter()
+        chosen = retrieve(arrays, target, 10_000, RetrievalConfig())
+        timings.append(time.perf_counter() - started)
+    assert 1234 in chosen
+    assert statistics.median(timings) < 0.05
+
+
+def test_statements_are_kept_and_questions_and_small_talk_are_not() -> None:
+    extracted = extract_memories("Hello there! What is this place? I lost my map near the old mill. ok thanks", 7)
+    assert [memory.text for memory in extracted] == ["I lost my map near the old mill."]
+    assert extracted[0].turn == 7 and extracted[0].kind == EPISODIC
+
+
+def test_self_disclosure_is_more_important_than_remarks_about_the_weather() -> None:
+    assert importance_of("My sister Mara sails on the Gull.") > importance_of("The weather is grey.")
+
+
+def test_the_players_words_are_said_back_in_the_second_person() -> None:
+    assert to_second_person("I found a silver key at the docks.") == "You found a silver key at the docks."
+    assert to_second_person("My name is Ana and I am a sailor.") == "Your name is Ana and you are a sailor."
+    assert to_second_person("I was born in Karsk.") == "You were born in Karsk."
+    assert to_second_person("The guard saw me and I'm scared.") == "The guard saw you and you're scared."
+
+
+def test_consolidation_summarises_the_period_extractively_in_order() -> None:
+    config = ConsolidationConfig(every_turns=20, max_sentences=2)
+    memories = [
+        Memory("I was born in Karsk.", 0.9, turn=3),
+        Memory("The bread was warm.", 0.2, turn=5),
+        Memory("I owe Brann forty gold coins.", 0.8, turn=12),
+        Memory("My name is Ana.", 1.0, turn=0, kind=PINNED),
+    ]
+    assert not consolidation_due(19, 0, config)
+    assert consolidation_due(20, 0, config)
+    summary = consolidate(memories, since_turn=0, turn=20, config=config)
+    assert summary is not None
+    assert summary.text == "I was born in Karsk. I owe Brann forty gold coins."
+    assert summary.kind == SUMMARY and summary.turn == 20 and summary.importance == 0.9
+    assert consolidate(memories, since_turn=20, turn=40, config=config) is None

@@ -1,0 +1,48 @@
+"""Typed prompts to world events: nearest labelled example, the keyword fallback, clauses, and MiniLM (slow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from inference.language.embedding import HashedWordsEmbedder
+from inference.narrative.world_prompts import OBJECT_DESCRIPTIONS, WorldPromptClassifier, WorldPromptConfig
+from inference.world.events import OBJECT_KINDS, parse_event
+
+
+def test_every_object_kind_has_a_description() -> None:
+    assert set(OBJECT_DESCRIPTIONS) == set(OBJECT_KINDS)
+
+
+def test_a_phrasing_near_an_example_takes_its_kind() -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
+    assert classifier.events("make it snow now") == [{"kind": "snow"}]
+    assert classifier.events("hello, who are you?") == []
+
+
+def test_each_clause_becomes_its_own_event() -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
+    assert classifier.events("make it night and make it snow") == [{"kind": "night"}, {"kind": "snow"}]
+
+
+def test_a_clause_no_example_is_near_goes_to_the_keyword_list() -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.99))
+    assert classifier.events("blizzard!") == [{"kind": "snow"}]
+    assert classifier.events("quietly whistle a tune") == []
+
+
+def test_a_spawn_keeps_the_named_object_and_colour_and_parses_as_a_world_event() -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
+    events = classifier.events("a red tower appears ahead")
+    assert events == [{"kind": "spawn", "object": "tower", "color": [200, 40, 40]}]
+    assert parse_event(events[0]).object == "tower"
+
+
+@pytest.mark.slow
+def test_minilm_maps_unseen_wordings_onto_events() -> None:
+    from inference.language.embedding import default_embedder
+
+    classifier = WorldPromptClassifier(default_embedder())
+    assert classifier.events("darken the sky") == [{"kind": "night"}]
+    assert classifier.events("everything disappears in mist") == [{"kind": "fog"}]
+    assert [event["object"] for event in classifier.events("an oak tree grows in front of me")] == ["tree"]
+    assert classifier.events("I ask the innkeeper for a room") == []
