@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import Skipped, engine_speed, gallery_speed, runtime_speed, world_quality, world_speed
+from bench import Skipped, engine_speed, gallery_speed, narrative_quality, runtime_speed, world_quality, world_speed
 
 Measure = Callable[[bool], dict[str, float]]
 
@@ -20,6 +20,7 @@ BENCHMARKS: dict[str, Measure] = {
 }
 EVALUATIONS: dict[str, Measure] = {
     "world_eval": world_quality.run,
+    "narrative_eval": narrative_quality.run,
 }
 
 RESULTS = Path(__file__).resolve().parent / "results"
