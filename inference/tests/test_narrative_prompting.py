@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
+
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import HashedWordsEmbedder
 from inference.narrative.prompting import (
@@ -135,3 +137,31 @@ def test_an_ungrounded_reply_loses_the_models_leading_whitespace() -> None:
     prompt = character_prompt(character=CharacterSheet(name="Eve", persona="x"), player_message="Hi")
     reply = "".join(stream_reply(ScriptedModel(["\n", "  Welcome", " aboard."]), prompt, GenerationSettings()))
     assert reply == "Welcome aboard."
+
+
+def test_two_facts_that_fit_a_question_equally_ground_nothing() -> None:
+    twins = facts(["I hid the map in the boat.", "I hid the map in the barn."])
+    question = "Where did I hide the map?"
+    config = PromptConfig(grounding_threshold=0.3, grounding_margin=0.05)
+    assert grounding_fact(question, EMBEDDER.embed([question])[0], twins, config) is None
+
+
+@pytest.mark.slow
+def test_the_default_model_states_a_remembered_fact_when_asked() -> None:
+    from inference.language.embedding import default_embedder
+    from inference.language.local import LocalLanguageModel
+
+    embedder = default_embedder()
+    remembered = ["I found a silver key at the docks.", "The bread at the bakery was still warm."]
+    question = "What did I find at the docks?"
+    vectors = embedder.embed([*remembered, question])
+    known = [Fact(text, vector, "memory") for text, vector in zip(remembered, vectors[:2], strict=True)]
+    prompt = character_prompt(
+        character=CharacterSheet.from_document(EVE_DOCUMENT),
+        player_message=question,
+        memories=remembered,
+        grounding=grounding_fact(question, vectors[2], known, PromptConfig()),
+    )
+    reply = "".join(stream_reply(LocalLanguageModel(), prompt, GenerationSettings(seed=0, max_new_tokens=24)))
+    assert reply.startswith("You found a silver key at the docks.")
+    assert "<|im" not in reply and "assistant" not in reply.lower()
