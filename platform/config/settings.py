@@ -187,6 +187,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # One name for a choice set that several fields share.
+    "ENUM_NAME_OVERRIDES": {"VerdictEnum": "moderation.models.Verdict"},
 }
 
 LANGUAGE_CODE = "en-us"

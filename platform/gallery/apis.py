@@ -63,7 +63,7 @@ class GalleryWorldListApi(APIView):
         cursor = serializers.CharField(max_length=400, required=False)
         page_size = serializers.IntegerField(min_value=1, max_value=selectors.MAX_PAGE_SIZE, default=20)
 
-    @extend_schema(parameters=[InputSerializer], responses=PageOutputSerializer)
+    @extend_schema(operation_id="gallery_worlds_list", parameters=[InputSerializer], responses=PageOutputSerializer)
     def get(self, request: Request) -> Response:
         given = self.InputSerializer(data={**request.query_params.dict(), "tag": request.query_params.getlist("tag")})
         given.is_valid(raise_exception=True)
