@@ -127,3 +127,14 @@ def live_text_refusal(*, session: PlaySession, payload: dict[str, Any]) -> str |
     if any(severity in found for severity in REFUSED_BY_RATING.get(rating, REFUSED_BY_RATING["everyone"])):
         return "the moderation filter held that back; it does not fit this world's rating"
     return None
+
+
+def live_session_now(*, world: Any) -> PlaySession | None:
+    """The shared session a Live world is running now, if any (what its gallery page shows and lets people watch)."""
+    return (
+        PlaySession.objects.filter(version__world=world, is_live=True, status=SessionStatus.RUNNING)
+        .select_related("owner")
+        .prefetch_related("participants")
+        .order_by("created_at")
+        .first()
+    )

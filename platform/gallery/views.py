@@ -19,6 +19,7 @@ from gallery.categories import CATEGORY_BLURBS, Category
 from gallery.forms import BrowseForm, ContentSettingsForm
 from moderation.forms import ReportForm
 from moderation.services import report_file
+from stories.selectors import live_session_now
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -91,6 +92,7 @@ def world_page(request: HttpRequest, slug: str) -> HttpResponse:
         if is_creator and listing.creator_id != request.user.pk
         else None,
         "liked": getattr(listing, "liked", False),
+        "live_session": live_session_now(world=listing.world) if listing.category == Category.LIVE else None,
     }
     return render(request, "gallery/world.html", context)
 

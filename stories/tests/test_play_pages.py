@@ -1,0 +1,60 @@
+"""The play pages: start, resume and join; who may see a session; a Live world's gallery page."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from accounts.tests.factories import UserFactory
+from gallery.services import listing_refresh
+from stories.models import PlaySession
+from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from worlds.tests.factories import WorldFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def signed_in(user: object) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_starting_a_session_pins_the_approved_version_and_opens_the_player() -> None:
+    version = WorldVersionFactory()
+    player = UserFactory()
+    response = signed_in(player).post(reverse("stories:play", args=[version.world.slug]))
+    session = PlaySession.objects.get(owner=player)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("stories:session", args=[session.pk])
+    assert session.version == version
+
+
+def test_a_world_without_an_approved_version_cannot_be_played_by_others() -> None:
+    version = WorldVersionFactory(status="pending")
+    assert signed_in(UserFactory()).get(reverse("stories:play", args=[version.world.slug])).status_code == 404
+    assert signed_in(version.world.owner).get(reverse("stories:play", args=[version.world.slug])).status_code == 200
+
+
+def test_the_player_page_is_only_for_the_sessions_players() -> None:
+    session = PlaySessionFactory()
+    assert signed_in(session.owner).get(reverse("stories:session", args=[session.pk])).status_code == 200
+    assert signed_in(UserFactory()).get(reverse("stories:session", args=[session.pk])).status_code == 404
+
+
+def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it() -> None:
+    world = WorldFactory(category="live")
+    version = WorldVersionFactory(world=world)
+    first, second = UserFactory(), UserFactory()
+    for person in (first, second):
+        signed_in(person).post(reverse("stories:play", args=[world.slug]))
+    session = PlaySession.objects.get(version=version)
+    assert list(session.participants.all()) == [second]
+    PlaySession.objects.filter(pk=session.pk).update(status="running")
+    listing_refresh(world=world)
+    page = signed_in(UserFactory()).get(reverse("gallery:world", args=[world.slug])).content.decode()
+    assert "In this world now" in page
+    assert first.username in page
+    assert second.username in page
+    assert reverse("stories:session", args=[session.pk]) in page
