@@ -58,3 +58,16 @@ def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it
     assert first.username in page
     assert second.username in page
     assert reverse("stories:session", args=[session.pk]) in page
+
+
+def test_a_takedown_ends_the_worlds_sessions_with_the_moderators_reason() -> None:
+    from accounts.tests.factories import ModeratorFactory
+    from moderation.services import world_take_down
+
+    session = PlaySessionFactory(status="running")
+    finished = PlaySessionFactory(version=session.version, status="ended", ended_reason="left")
+    world_take_down(world=session.version.world, moderator=ModeratorFactory(), reason="copies another work")
+    session.refresh_from_db()
+    finished.refresh_from_db()
+    assert (session.status, session.ended_reason) == ("ended", "copies another work")
+    assert finished.ended_reason == "left"
