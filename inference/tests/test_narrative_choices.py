@@ -6,7 +6,15 @@ from collections.abc import Iterator
 
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import HashedWordsEmbedder
-from inference.narrative.choices import ChoiceConfig, best_pair, choice_messages, generate_choices, parse_options
+from inference.narrative.choices import (
+    EXAMPLE_ANSWER,
+    REPLY_START,
+    ChoiceConfig,
+    best_pair,
+    choice_messages,
+    generate_choices,
+    option_from,
+)
 
 EMBEDDER = HashedWordsEmbedder()
 SCENE = "A dim cellar with a rusty door in the far wall and water dripping from the ceiling."
@@ -39,16 +47,12 @@ class StreamOnlyModel:
 
     def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
         self.seeds.append(settings.seed)
-        yield " Kick the rusty door open\n2. Search the dripping cellar walls"
+        yield [" kick the rusty door open", " search the dripping cellar walls"][len(self.seeds) % 2]
 
 
-def test_numbered_and_bulleted_lists_parse_into_tidy_options() -> None:
-    assert parse_options(' **Open the rusty door**.\n2) "Climb toward the dripping ceiling"\n- Wait') == [
-        "Open the rusty door",
-        "Climb toward the dripping ceiling",
-        "Wait",
-    ]
-    assert parse_options(" I think you should\n\nmaybe not") == ["I think you should"]
+def test_a_continuation_becomes_a_tidy_capitalised_action() -> None:
+    assert option_from(" try to **open the rusty door**.") == "Open the rusty door"
+    assert option_from(" ...") == ""
 
 
 def test_the_best_passing_pair_is_kept_and_poor_options_are_dropped() -> None:
@@ -59,6 +63,8 @@ def test_the_best_passing_pair_is_kept_and_poor_options_are_dropped() -> None:
         "What is behind the door?",  # a question
         "You feel sad about the rusty door in the cellar",  # opens with a pronoun
         "The player should find a way out of the cellar",  # the guidance, copied
+        "Kick the rusty door and",  # cut off mid-sentence
+        EXAMPLE_ANSWER.capitalize(),  # the worked example's answer, repeated
     ]
     found = best_pair(options, SCENE, GUIDANCE, EMBEDDER, LENIENT)
     assert found is not None
@@ -72,17 +78,17 @@ def test_two_options_that_say_the_same_thing_are_not_a_pair() -> None:
 
 
 def test_generated_choices_come_from_the_candidates_of_one_batch() -> None:
-    model = CandidateModel([" Kick the rusty door open\n2. Search the cellar walls for a draft", " nonsense"])
+    model = CandidateModel([" kick the rusty door open", " search the cellar walls for a draft.", " nonsense"])
     result = generate_choices(model, EMBEDDER, scene=SCENE, guidance=GUIDANCE, authored=AUTHORED, config=LENIENT)
     assert result.source == "generated"
     assert set(result.choices) == {"Kick the rusty door open", "Search the cellar walls for a draft"}
     messages, count = model.requests[0]
     assert count == LENIENT.candidates
-    assert messages[-1] == {"role": "assistant", "content": "1."}
+    assert messages[-1] == {"role": "assistant", "content": REPLY_START}
 
 
 def test_nonsense_falls_back_to_the_authored_choices() -> None:
-    model = CandidateModel([" the the the\n2. <|im_start|>user: hello", " ???"])
+    model = CandidateModel([" the the the", " <|im_start|>user: hello", " ???", " 2019-08-31"])
     result = generate_choices(model, EMBEDDER, scene=SCENE, guidance=GUIDANCE, authored=AUTHORED, config=LENIENT)
     assert result.source == "authored"
     assert result.choices == tuple(AUTHORED)
@@ -94,9 +100,9 @@ def test_a_backend_without_batching_is_asked_once_per_candidate_with_distinct_se
         model, EMBEDDER, scene=SCENE, guidance=GUIDANCE, authored=AUTHORED, config=LENIENT, seed=5
     )
     assert result.source == "generated"
-    assert model.seeds == [5, 6, 7, 8]
+    assert model.seeds == list(range(5, 5 + LENIENT.candidates))
 
 
 def test_the_prompt_names_the_scene_and_guidance() -> None:
     messages = choice_messages(SCENE, GUIDANCE)
-    assert SCENE in messages[1]["content"] and GUIDANCE in messages[1]["content"]
+    assert SCENE in messages[-2]["content"] and GUIDANCE in messages[-2]["content"]
