@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from inference.language.base import GenerationSettings
+from inference.language.base import GenerationSettings, LanguageModel
 from inference.language.embedding import Embedder, default_embedder
 from inference.narrative.choices import generate_choices
 from inference.narrative.hooks import Branch, BranchClassifier
@@ -44,6 +44,14 @@ EVE = CharacterSheet(
     speaking_style="Short sentences, a sailor's words.",
 )
 REPLY = GenerationSettings(temperature=0.7, max_new_tokens=40, seed=0)
+
+
+def default_model() -> LanguageModel:
+    """SmolLM2-135M, int8, on one thread: on a shared machine a second torch thread waits on busy cores (see
+    LocalModelConfig.threads). Imported here so that `python -m bench` does not load transformers for others."""
+    from inference.language.local import LocalLanguageModel, LocalModelConfig
+
+    return LocalLanguageModel(LocalModelConfig(threads=1))
 
 
 def load(name: str) -> dict[str, Any]:
@@ -70,13 +78,11 @@ def retrieved_for(case: dict[str, Any], filler: list[str], offset: int, embedder
 
 
 def memory_figures(embedder: Embedder, use_cases: int) -> dict[str, float]:
-    from inference.language.local import LocalLanguageModel
-
     data = load("memory.json")
     cases, filler = data["cases"], data["filler"]
     recalled = 0
     used = 0
-    model = LocalLanguageModel() if use_cases else None
+    model = default_model() if use_cases else None
     for offset, case in enumerate(cases):
         texts, found = retrieved_for(case, filler, offset * 7, embedder)
         recalled += found
@@ -96,12 +102,6 @@ def memory_figures(embedder: Embedder, use_cases: int) -> dict[str, float]:
     if use_cases:
         figures["memory_use_rate"] = used / use_cases
     return figures
-
-
-def _prompt_config():
-    from inference.narrative.prompting import PromptConfig
-
-    return PromptConfig()
 
 
 def hook_branch_accuracy(embedder: Embedder) -> float:
@@ -127,9 +127,7 @@ def prompt_event_accuracy(embedder: Embedder) -> float:
 
 
 def choice_pair_pass_rate(embedder: Embedder, beats_count: int) -> float:
-    from inference.language.local import LocalLanguageModel
-
-    model = LocalLanguageModel()
+    model = default_model()
     beats = load("choices.json")["beats"][:beats_count]
     passed = 0
     for index, beat in enumerate(beats):

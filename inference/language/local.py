@@ -49,6 +49,11 @@ class LocalModelConfig:
     quantize: bool = True
     # "cpu" runs anywhere; a GPU box passes "cuda" (quantisation is then skipped: it is a CPU kernel).
     device: str = "cpu"
+    # CPU threads for torch, which is a process-wide setting, so None leaves it to the process. Decoding one
+    # token of a 135M model is too small to share: on the two shared cores of the development machine one
+    # thread gave 34 tokens/s int8 (18 fp32) and two gave 4.7 (3.2), the second thread spinning on a core
+    # that the world model and the web process also want.
+    threads: int | None = None
 
 
 def default_gguf_path() -> Path:
@@ -104,6 +109,8 @@ class LocalLanguageModel:
 
     def __init__(self, config: LocalModelConfig | None = None) -> None:
         self.config = config or LocalModelConfig()
+        if self.config.threads is not None:
+            torch.set_num_threads(self.config.threads)
         started = time.perf_counter()
         directory = self.config.model_dir
         if directory is None:

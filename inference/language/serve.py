@@ -139,9 +139,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--no-quantize", action="store_true", help="keep fp32 Linear layers on CPU")
+    parser.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's own choice)")
     arguments = parser.parse_args(argv)
     config = LocalModelConfig(model_dir=arguments.model, cache_dir=arguments.cache_dir,
-                              quantize=not arguments.no_quantize, device=arguments.device)  # fmt: skip
+                              quantize=not arguments.no_quantize, device=arguments.device,
+                              threads=arguments.threads)  # fmt: skip
     model = LocalLanguageModel(config)
     name = model.directory.name
     server = ThreadingHTTPServer((arguments.host, arguments.port), make_handler(model, name))
