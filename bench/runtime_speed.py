@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(quick: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="worldloom-bench-") as data_dir:
-        print(data_dir)
         environment = embedded_environment(data_dir)
         os.environ.update(environment)
         import django
@@ -95,7 +94,11 @@ class serving:
 
     def __exit__(self, *_: Any) -> None:
         self.process.terminate()
-        self.process.wait(timeout=20)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def fixtures(sessions: int, live: bool = False, spectators: int = 0) -> tuple[list[str], list[str]]:

@@ -30,6 +30,11 @@ def services_reachable_or_exit() -> None:
             ) from None
     try:
         connection.ensure_connection()
+        if connection.vendor == "sqlite":
+            # WAL lets pages read while sessions write. The mode is stored in the file, so it is set once, here:
+            # switching it on every new connection takes a lock that busy connections turn into "database is locked".
+            with connection.cursor() as cursor:
+                cursor.execute("PRAGMA journal_mode=WAL")
     except DatabaseError as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         variable = "DATABASE_URL" if not settings.EMBEDDED else "WORLDLOOM_DATA_DIR"

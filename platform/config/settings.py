@@ -98,13 +98,9 @@ if EMBEDDED:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": DATA_DIR / "worldloom.sqlite3",
             # A play session writes while pages read; without a timeout SQLite answers "database is locked".
-            # WAL lets pages read while a session writes, and NORMAL syncs at checkpoints rather than on every
-            # logged input: a crash loses at most the last moments, never the database's consistency.
-            "OPTIONS": {
-                "timeout": 20,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
+            # NORMAL syncs at WAL checkpoints rather than on every logged input: a crash loses at most the last
+            # moments, never the database's consistency. (WAL itself is switched on once, see common.preflight.)
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA synchronous=NORMAL;"},
             # A file, not memory, so that the daphne and worker processes the tests start can share it.
             "TEST": {"NAME": DATA_DIR / "test.sqlite3"},
         }
