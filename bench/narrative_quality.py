@@ -77,16 +77,15 @@ def retrieved_for(case: dict[str, Any], filler: list[str], offset: int, embedder
     return texts, case["fact"] in texts
 
 
-def memory_figures(embedder: Embedder, use_cases: int) -> dict[str, float]:
+def memory_figures(embedder: Embedder, model: LanguageModel, use_cases: int) -> dict[str, float]:
     data = load("memory.json")
     cases, filler = data["cases"], data["filler"]
     recalled = 0
     used = 0
-    model = default_model() if use_cases else None
     for offset, case in enumerate(cases):
         texts, found = retrieved_for(case, filler, offset * 7, embedder)
         recalled += found
-        if model is None or offset >= use_cases:
+        if offset >= use_cases:
             continue
         question = embedder.embed([case["question"]])[0]
         facts = [Fact(text, vector, "memory") for text, vector in zip(texts, embedder.embed(texts), strict=True)]
@@ -126,8 +125,7 @@ def prompt_event_accuracy(embedder: Embedder) -> float:
     return correct / len(cases)
 
 
-def choice_pair_pass_rate(embedder: Embedder, beats_count: int) -> float:
-    model = default_model()
+def choice_pair_pass_rate(embedder: Embedder, model: LanguageModel, beats_count: int) -> float:
     beats = load("choices.json")["beats"][:beats_count]
     passed = 0
     for index, beat in enumerate(beats):
@@ -140,8 +138,9 @@ def choice_pair_pass_rate(embedder: Embedder, beats_count: int) -> float:
 
 def run(quick: bool) -> dict[str, float]:
     embedder = default_embedder()
-    figures = memory_figures(embedder, use_cases=3 if quick else 10)
+    model = default_model()
+    figures = memory_figures(embedder, model, use_cases=3 if quick else 10)
     figures["hook_branch_accuracy"] = hook_branch_accuracy(embedder)
     figures["prompt_event_accuracy"] = prompt_event_accuracy(embedder)
-    figures["choice_pair_pass_rate"] = choice_pair_pass_rate(embedder, 4 if quick else 10)
+    figures["choice_pair_pass_rate"] = choice_pair_pass_rate(embedder, model, 4 if quick else 10)
     return figures
