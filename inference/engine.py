@@ -115,6 +115,17 @@ def parse_batch(batch: list[StepRequest], sessions: Container[str]) -> list[tupl
     return parsed
 
 
+def world_and_state(spec: dict[str, Any], snapshot: bytes | None) -> tuple[WorldSpec, WorldState]:
+    """The validated spec and the state a session opens on: fresh from the spec, or restored from a snapshot."""
+    world = WorldSpec.from_dict(spec)
+    if snapshot is None:
+        return world, initial_state(world)
+    state = from_snapshot(snapshot)
+    if (state.seed, state.size) != (world.seed, world.size):
+        raise ValueError("the snapshot belongs to a world with another seed or size than this spec")
+    return world, state
+
+
 def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
     """JPEG bytes of a uint8 (H, W, 3) image."""
     buffer = io.BytesIO()
@@ -156,13 +167,7 @@ class RaycastEngine(WorldEngine):
         self._sessions: dict[str, _RaycastSession] = {}
 
     def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None) -> str:
-        world = WorldSpec.from_dict(spec)
-        if snapshot is None:
-            state = initial_state(world)
-        else:
-            state = from_snapshot(snapshot)
-            if (state.seed, state.size) != (world.seed, world.size):
-                raise ValueError("the snapshot belongs to a world with another seed or size than this spec")
+        world, state = world_and_state(spec, snapshot)
         session = uuid.uuid4().hex
         self._sessions[session] = _RaycastSession(world, state)
         return session

@@ -27,12 +27,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from inference.engine import Frame, StepRequest, WorldEngine, encode_jpeg, parse_batch
+from inference.engine import Frame, StepRequest, WorldEngine, encode_jpeg, parse_batch, world_and_state
 from inference.world.conditioning import conditioning
 from inference.world.model import DEFAULT_CHECKPOINT, KeyValueCache, WorldModel, load_world_model
 from inference.world.renderer import render
 from inference.world.spec import WorldSpec
-from inference.world.state import WorldState, from_snapshot, initial_state, step, to_snapshot
+from inference.world.state import WorldState, step, to_snapshot
 
 
 @dataclass(frozen=True)
@@ -92,13 +92,7 @@ class WorldModelEngine(WorldEngine):
 
     @torch.inference_mode()
     def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None) -> str:
-        world = WorldSpec.from_dict(spec)
-        if snapshot is None:
-            state = initial_state(world)
-        else:
-            state = from_snapshot(snapshot)
-            if (state.seed, state.size) != (world.seed, world.size):
-                raise ValueError("the snapshot belongs to a world with another seed or size than this spec")
+        world, state = world_and_state(spec, snapshot)
         session = uuid.uuid4().hex
         self._sessions[session] = _ModelSession(world, state, self._anchor_latent(world, state), self._new_cache())
         return session
