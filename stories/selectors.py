@@ -21,6 +21,11 @@ def last_frame_key(session_id: Any) -> str:
     return f"play:last-frame:{session_id}"
 
 
+def last_frame_seen(*, session: PlaySession) -> int:
+    """The newest frame the platform saw: the cache has every frame, the row the ones snapshots recorded."""
+    return max(session.last_frame, cache.get(last_frame_key(session.pk), 0))
+
+
 def session_role(*, session: PlaySession, user: User) -> str | None:
     """ "player", "spectator" or None (may not connect)."""
     if not user.is_authenticated:
@@ -91,7 +96,7 @@ def session_open_message(*, session: PlaySession) -> dict[str, Any]:
         else None,
         "replay": replay,
         "pending": pending,
-        "target_tick": max(session.last_frame, cache.get(last_frame_key(session.pk), 0)),
+        "target_tick": last_frame_seen(session=session),
     }
 
 

@@ -19,7 +19,7 @@ from accounts.models import User
 from gallery.services import world_play_record
 from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
 from stories.selectors import (
-    last_frame_key,
+    last_frame_seen,
     queue_estimated_wait_seconds,
     queue_place,
     session_open_message,
@@ -165,18 +165,13 @@ def session_snapshot_store(*, session_id: str, tick: int, sequence: int, engine_
     SessionSnapshot.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
 
 
-def session_frame_seen(*, session_id: str, frame: int) -> None:
-    """Remember the newest frame shown, cheaply (every frame): the cache, not the database."""
-    cache.set(last_frame_key(session_id), frame, timeout=None)
-
-
 @transaction.atomic
 def worker_sessions_reassign(*, worker: WorkerNode) -> list[PlaySession]:
     """After a worker is gone: queue its sessions again and dispatch them to others from their snapshots."""
     sessions = list(PlaySession.objects.select_for_update().filter(worker=worker, status=SessionStatus.RUNNING))
     for session in sessions:
         session.status, session.worker = SessionStatus.QUEUED, None
-        session.last_frame = max(session.last_frame, cache.get(last_frame_key(session.pk), 0))
+        session.last_frame = last_frame_seen(session=session)
         session.save(update_fields=["status", "worker", "last_frame"])
         send_to_browsers(session.pk, {"type": "status", "state": "reconnecting"})
     for session in sorted(sessions, key=lambda session: session.queued_at):
@@ -218,7 +213,7 @@ def session_park_if_unwatched(*, session_id: Any) -> bool:
     if session is None or session.status not in (SessionStatus.RUNNING, SessionStatus.QUEUED):
         return False
     worker = session.worker
-    session.last_frame = max(session.last_frame, cache.get(last_frame_key(session.pk), 0))
+    session.last_frame = last_frame_seen(session=session)
     session.status, session.worker = SessionStatus.PARKED, None
     session.save(update_fields=["status", "worker", "last_frame"])
     if worker is not None:

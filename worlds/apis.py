@@ -27,6 +27,7 @@ from worlds import services
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
 from worlds.imports import MAX_IMPORT_BYTES, content_import
 from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World, WorldVersion
+from worlds.selectors import world_latest_version
 
 
 class CanCreate(permissions.BasePermission):
@@ -131,7 +132,7 @@ class WorldSerializer(OwnedSerializer):
         return fields
 
     def get_latest_version(self, world: World) -> int | None:
-        latest = world.versions.order_by("-number").first()
+        latest = world_latest_version(world=world)
         return latest.number if latest else None
 
     def to_representation(self, world: World) -> dict[str, Any]:

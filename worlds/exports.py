@@ -14,6 +14,7 @@ from worlds.cartridge import cartridge_write, image_names
 from worlds.documents import world_document
 from worlds.interchange import character_card, lorebook_record, twine_story
 from worlds.models import Character, Lorebook, World
+from worlds.selectors import world_latest_version
 
 # What each kind of content can be exported as; the first is the default.
 EXPORT_FORMATS: dict[str, tuple[str, ...]] = {
@@ -56,7 +57,7 @@ def content_export(*, kind: str, content: Character | Lorebook | Story | World, 
 
 def world_cartridge(world: World) -> bytes:
     document = world_document(world)
-    latest = world.versions.order_by("-number").first()
+    latest = world_latest_version(world=world)
     provenance = {
         "title": world.title,
         "creator": world.owner.username,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
 
 from accounts.models import User
 from stories.models import Story
@@ -15,11 +15,6 @@ def worlds_owned(*, owner: User) -> QuerySet[World]:
 
 def world_latest_version(*, world: World) -> WorldVersion | None:
     return world.versions.order_by("-number").first()
-
-
-def can_edit(*, user: User, content: Model) -> bool:
-    """Only the owner edits a working copy; published versions are never edited."""
-    return user.is_authenticated and getattr(content, "owner_id", None) == user.pk
 
 
 def world_problems(*, world: World) -> list[str]:

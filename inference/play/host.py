@@ -75,10 +75,6 @@ class SessionHost:
         self.config = config
         self.sessions: dict[str, HostedSession] = {}
 
-    @property
-    def free_slots_used(self) -> int:
-        return len(self.sessions)
-
     def open(self, message: Message) -> list[Message]:
         """Open (or reopen after a failover) a session as the platform describes it."""
         session_id = message["session"]
@@ -299,6 +295,3 @@ class SessionHost:
         hosted = self.sessions.pop(session_id, None)
         if hosted is not None:
             hosted.engine.close(hosted.engine_session)
-
-    def applied_sequence(self, session_id: str) -> int:
-        return self.sessions[session_id].applied_sequence
