@@ -7,8 +7,6 @@ Each check is a plain function of a version, so moderation.services can run one 
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -20,14 +18,13 @@ from django.core.files.storage import default_storage
 
 from common.images import image_validator
 from inference.engine import preview_jpeg
+from inference.narrative.safety import TermFilter, refused_severities
 from moderation.models import CheckKind, Verdict
 from worlds.documents import world_document
 from worlds.models import ContentRating, WorldVersion
 from worlds.selectors import world_problems
 
 TERMS_FILE = Path(__file__).resolve().parent / "data" / "terms.json"
-# Character swaps people use to slip words past filters; undone before matching.
-LOOKALIKES = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
 # Document keys whose values are identifiers or storage names rather than prose anyone reads.
 NOT_PROSE = {"format", "key", "engine", "cover_image", "portrait", "reference_images", "lorebook", "lorebooks"}
 PREVIEW_SIZE = (384, 216)  # 16:9, twice a gallery card's width on a phone
@@ -42,33 +39,9 @@ class Outcome:
     image: bytes | None = None
 
 
-@dataclass(frozen=True)
-class TermFilter:
-    """Lists of terms by severity; `found` returns, per list, the terms a text contains as whole words."""
-
-    blocked: tuple[str, ...]
-    mature: tuple[str, ...]
-    teen: tuple[str, ...]
-
-    def found(self, text: str) -> dict[str, list[str]]:
-        normalized = " ".join(unicodedata.normalize("NFKC", text).casefold().translate(LOOKALIKES).split())
-        return {
-            severity: hits
-            for severity in ("blocked", "mature", "teen")
-            if (hits := [term for term in getattr(self, severity) if term_pattern(term).search(normalized)])
-        }
-
-
-@cache
-def term_pattern(term: str) -> re.Pattern[str]:
-    words = [re.escape(word) for word in term.casefold().split()]
-    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)")
-
-
 @cache
 def term_filter_load(path: Path = TERMS_FILE) -> TermFilter:
-    lists = json.loads(path.read_text())
-    return TermFilter(**{severity: tuple(lists.get(severity, [])) for severity in ("blocked", "mature", "teen")})
+    return TermFilter.from_dict(json.loads(path.read_text()))
 
 
 def document_texts(value: Any, place: str = "") -> Iterator[tuple[str, str]]:
@@ -105,8 +78,9 @@ def terms_check(version: WorldVersion) -> Outcome:
 def rating_check(version: WorldVersion) -> Outcome:
     """Terms the rating rules reserve for older audiences, against the rating the creator chose."""
     rating = version.document["world"].get("content_rating", ContentRating.EVERYONE)
-    mature = findings(version, "mature") if rating != ContentRating.MATURE else {}
-    teen = findings(version, "teen") if rating == ContentRating.EVERYONE else {}
+    refused = refused_severities(rating)
+    mature = findings(version, "mature") if "mature" in refused else {}
+    teen = findings(version, "teen") if "teen" in refused else {}
     if mature:
         return Outcome(
             Verdict.FLAG, f"rated {rating}, but the rules put these at mature: {described(mature)}", {"mature": mature}
