@@ -220,3 +220,24 @@ class QueueItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of {self.world}"
+
+
+class BlockedOutput(models.Model):
+    """Generated text the safety filter kept from a player, with the terms that stopped it, for moderators.
+
+    The session is kept as its id rather than a foreign key: the record outlives the session, and the worker
+    that reports it knows the id only.
+    """
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="blocked_outputs")
+    session_id = models.UUIDField(db_index=True)
+    character_name = models.CharField(max_length=100, blank=True)  # blank: the narrator spoke
+    text = models.TextField()
+    terms = models.JSONField(default=list)  # the refused terms found, most severe first
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"blocked output in {self.world} ({', '.join(self.terms)})"

@@ -8,15 +8,18 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from accounts.models import User
+from moderation.checks import term_filter_load
 from moderation.models import (
     APPEALABLE_ACTIONS,
     AuditEntry,
+    BlockedOutput,
     CheckResult,
     QueueItem,
 )
 from worlds.models import ReviewStatus, WorldVersion
 
 QUEUE_PAGE_SIZE = 50
+BLOCKED_OUTPUTS_PAGE_SIZE = 100
 
 
 def queue_open(
@@ -90,3 +93,15 @@ def appealable(*, entry: AuditEntry) -> bool:
 
 def audit_log(*, limit: int = 200) -> QuerySet[AuditEntry]:
     return AuditEntry.objects.select_related("actor")[:limit]
+
+
+def safety_terms() -> dict[str, list[str]]:
+    """The term filter's lists by severity, for a worker to check generated text with (`TermFilter.from_dict`).
+
+    The file is read once per process; each call returns a fresh dict, so a caller may change its copy.
+    """
+    return term_filter_load().to_dict()
+
+
+def blocked_outputs_newest(*, limit: int = BLOCKED_OUTPUTS_PAGE_SIZE) -> list[BlockedOutput]:
+    return list(BlockedOutput.objects.select_related("world__owner")[:limit])

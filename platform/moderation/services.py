@@ -7,6 +7,7 @@ and the state can never disagree.
 from __future__ import annotations
 
 import logging
+import uuid
 from functools import partial
 from typing import Any
 
@@ -27,6 +28,7 @@ from moderation.models import (
     AppealOutcome,
     AuditAction,
     AuditEntry,
+    BlockedOutput,
     CheckKind,
     CheckResult,
     QueueItem,
@@ -341,3 +343,20 @@ def appeal_decide(*, appeal: Appeal, moderator: User, grant: bool, reason: str) 
         reason=reason, decision=appeal.decision_id,
     )  # fmt: skip
     return appeal
+
+
+@transaction.atomic
+def generated_output_blocked_record(
+    *, session_id: uuid.UUID | str, world_id: int, character: str, text: str, terms: list[str]
+) -> BlockedOutput:
+    """Keep generated text that the safety filter held back from a player, for moderators to read.
+
+    `character` is the speaker's name, empty for the narrator; `terms` are the refused terms that were found.
+    """
+    return BlockedOutput.objects.create(
+        session_id=session_id,
+        world_id=world_id,
+        character_name=character[: BlockedOutput._meta.get_field("character_name").max_length],
+        text=text,
+        terms=list(terms),
+    )

@@ -21,6 +21,7 @@ urlpatterns = [
     re_path(r"^appeals/(?P<appeal_id>\d+)/(?P<decision>grant|deny)/$", views.appeal_decide, name="appeal_decide"),
     path("checks/<int:check_id>/image", views.check_image, name="check_image"),
     path("audit/", views.audit_log, name="audit"),
+    path("blocked-outputs/", views.blocked_outputs, name="blocked_outputs"),
     path("submissions/", views.submissions, name="submissions"),
     path("submissions/decisions/<int:decision_id>/appeal/", views.appeal_file, name="appeal_file"),
 ]

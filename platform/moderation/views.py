@@ -131,6 +131,13 @@ def audit_log(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@moderator_only
+def blocked_outputs(request: HttpRequest) -> HttpResponse:
+    """Generated text the safety filter held back from players, newest first."""
+    return render(request, "moderation/blocked_outputs.html", {"outputs": selectors.blocked_outputs_newest()})
+
+
+@login_required
 def submissions(request: HttpRequest) -> HttpResponse:
     """A creator's own submissions with the moderators' reasons, warnings, and appeals they can still make."""
     decisions = selectors.decisions_about(creator=request.user)
