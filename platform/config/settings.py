@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "workers",
     "worlds",
     "stories",
+    "memories",
 ]
 
 MIDDLEWARE = [
