@@ -25,5 +25,6 @@ urlpatterns = [
     path("moderation/", include("moderation.urls")),
     path("studio/", include("worlds.urls")),
     path("play/", include("stories.urls")),
+    path("memories/", include("memories.urls")),
     path("", include("gallery.urls")),
 ]
