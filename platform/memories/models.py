@@ -47,6 +47,8 @@ class Acquaintance(models.Model):
     )
     turns = models.PositiveIntegerField(default=0)
     last_consolidated_turn = models.PositiveIntegerField(default=0)
+    # Bumped by every write to its memories (memories.services): what recall's per-process cache is checked by.
+    memories_version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         constraints = [
@@ -64,7 +66,7 @@ class Acquaintance(models.Model):
 class Memory(models.Model):
     """One thing a character remembers: a pinned fact, an episodic memory or a summary."""
 
-    # The composite indexes below start with the acquaintance, so a single-column index would be redundant.
+    # The eviction index below starts with the acquaintance, so a single-column index would be redundant.
     acquaintance = models.ForeignKey(Acquaintance, on_delete=models.CASCADE, related_name="memories", db_index=False)
     kind = models.CharField(max_length=8, choices=MemoryKind.choices, default=MemoryKind.EPISODIC)
     scope = models.CharField(max_length=9, choices=MemoryScope.choices, default=MemoryScope.PLAYER)
@@ -77,8 +79,7 @@ class Memory(models.Model):
 
     class Meta:
         indexes = [
-            # The cache fingerprint (count and newest change) and the limit's eviction order, per acquaintance.
-            models.Index(fields=["acquaintance", "updated_at"], name="memory_changes"),
+            # The memory limit's eviction order within an acquaintance.
             models.Index(fields=["acquaintance", "kind", "importance", "turn"], name="memory_eviction"),
         ]
 

@@ -1,10 +1,12 @@
 """Writes and recall of character memories: exchanges recorded, recall for a prompt, players' own edits.
 
 Recall is the hot path (every reply of every character), so each process keeps a (character, player)'s
-memories as arrays between calls and checks them against one aggregate query: the count, the newest id and
-the newest change of its memories. Every write here changes at least one of the three (an insert the newest
-id, a delete the count, an edit the change time), so a stale cache is never used; the scan itself is the
-exact one of inference.narrative.memory.retrieve.
+memories as arrays between calls and checks them against the acquaintance's `memories_version`, read with
+its turn in one indexed row lookup. Every write to memories goes through this module and bumps that version
+in its transaction (`memories_changed`), so a stale cache is never used. An aggregate fingerprint (count,
+newest id, newest change) was the first design: it scans an index of 10,000 entries on every recall, 9 ms
+on the shared development box against well under one for the row. The scan itself is the exact one of
+inference.narrative.memory.retrieve.
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
 from functools import partial
 
 import numpy as np
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Count, Max
+from django.db.models import F
 
 from accounts.models import User
 from inference.language.embedding import EMBEDDING_DIMENSIONS, Embedder, default_embedder
@@ -62,6 +63,11 @@ def acquaintance_locked(*, character: Character, player: User) -> Acquaintance |
     return Acquaintance.objects.select_for_update().get(pk=acquaintance.pk)
 
 
+def memories_changed(*, acquaintance_id: int) -> None:
+    """Every write to an acquaintance's memories calls this in its transaction: recall caches check it."""
+    Acquaintance.objects.filter(pk=acquaintance_id).update(memories_version=F("memories_version") + 1)
+
+
 def scope_of(acquaintance: Acquaintance) -> MemoryScope:
     return MemoryScope.PLAYER if acquaintance.player_id is not None else MemoryScope.WORLD
 
@@ -79,7 +85,7 @@ class Recall:
 
 @dataclass(frozen=True)
 class CachedMemories:
-    fingerprint: tuple[int, int | None, datetime | None]  # count, newest id, newest change
+    version: int  # the acquaintance's memories_version the arrays were loaded at
     arrays: MemoryArrays
     texts: list[str]  # in the rows' order of `arrays`
 
@@ -146,20 +152,19 @@ def memories_recall(
     if character.memory_scope == CharacterMemoryScope.NONE:
         return Recall(turn=0, memories=[])
     remembered = player if character.memory_scope == CharacterMemoryScope.PLAYER else None
-    # One query: the acquaintance's turn and the fingerprint of its memories.
     state = (
         Acquaintance.objects.filter(character=character, player=remembered)
-        .annotate(count=Count("memories"), newest_id=Max("memories__id"), newest_change=Max("memories__updated_at"))
-        .values("id", "turns", "count", "newest_id", "newest_change")
+        .values("id", "turns", "memories_version")
         .first()
     )
-    if state is None or state["count"] == 0:
-        return Recall(turn=state["turns"] if state else 0, memories=[])
-    fingerprint = (state["count"], state["newest_id"], state["newest_change"])
+    if state is None:
+        return Recall(turn=0, memories=[])
     cached = memory_arrays_cache.get(state["id"])
-    if cached is None or cached.fingerprint != fingerprint:
+    # Loaded after the version was read, so the rows are at least that new; a write in between only makes
+    # the next recall load them again.
+    if cached is None or cached.version != state["memories_version"]:
         arrays, texts = memories_loaded(state["id"])
-        cached = CachedMemories(fingerprint=fingerprint, arrays=arrays, texts=texts)
+        cached = CachedMemories(version=state["memories_version"], arrays=arrays, texts=texts)
         memory_arrays_cache.put(state["id"], cached)
     chosen = narrative.retrieve(cached.arrays, query, state["turns"], config)
     return Recall(turn=state["turns"], memories=[cached.texts[index] for index in chosen])
@@ -191,7 +196,8 @@ def exchange_record(*, character: Character, player: User, memories: list[tuple[
     if acquaintance is None:
         return 0
     acquaintance.turns += 1
-    acquaintance.save(update_fields=["turns"])
+    acquaintance.memories_version += 1  # locked, so no F() is needed; the limit's deletions are covered too
+    acquaintance.save(update_fields=["turns", "memories_version"])
     scope = scope_of(acquaintance)
     Memory.objects.bulk_create(
         [
@@ -254,7 +260,8 @@ def acquaintance_consolidate(
         ]
         summary = narrative.consolidate(period, acquaintance.last_consolidated_turn, acquaintance.turns, config)
         acquaintance.last_consolidated_turn = acquaintance.turns
-        acquaintance.save(update_fields=["last_consolidated_turn"])
+        acquaintance.memories_version += 1
+        acquaintance.save(update_fields=["last_consolidated_turn", "memories_version"])
         if summary is None:
             return None
         text = text_clipped(summary.text)
@@ -307,6 +314,7 @@ def memory_pin(*, player: User, memory: Memory, pinned: bool) -> Memory:
     memory.kind = MemoryKind.PINNED if pinned else MemoryKind.EPISODIC
     memory.importance = 1.0 if pinned else narrative.importance_of(memory.text)
     memory.save(update_fields=["kind", "importance", "updated_at"])
+    memories_changed(acquaintance_id=memory.acquaintance_id)
     return memory
 
 
@@ -319,6 +327,7 @@ def memory_edit(*, player: User, memory: Memory, text: str, embedder: Embedder |
     if memory.kind != MemoryKind.PINNED:
         memory.importance = narrative.importance_of(memory.text)
     memory.save(update_fields=["text", "embedding", "importance", "updated_at"])
+    memories_changed(acquaintance_id=memory.acquaintance_id)
     return memory
 
 
@@ -326,6 +335,7 @@ def memory_edit(*, player: User, memory: Memory, text: str, embedder: Embedder |
 def memory_delete(*, player: User, memory: Memory) -> None:
     memory_owned_check(player=player, memory=memory)
     memory.delete()
+    memories_changed(acquaintance_id=memory.acquaintance_id)
 
 
 @transaction.atomic
@@ -337,6 +347,7 @@ def memory_add_pinned(*, character: Character, player: User, text: str, embedder
     text = text_cleaned(text)
     embedding = (embedder or default_embedder()).embed([text])[0]
     acquaintance = acquaintance_locked(character=character, player=player)
+    memories_changed(acquaintance_id=acquaintance.pk)
     return Memory.objects.create(
         acquaintance=acquaintance,
         kind=MemoryKind.PINNED,

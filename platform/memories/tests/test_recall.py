@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -99,8 +100,24 @@ def test_recall_sees_memories_added_edited_and_deleted_after_it_cached_them(
     memory = Memory.objects.get(text=FACT)
     services.memory_edit(player=player, memory=memory, text="I found a copper coin at the docks.", embedder=embedder)
     assert "I found a copper coin at the docks." in recall(character, player, "Where did I find the coin?").memories
+    lantern = Memory.objects.get(text="The red lantern hangs in the chapel.")
+    services.memory_pin(player=player, memory=lantern, pinned=True)
+    assert recall(character, player, "Where did I find the coin?").memories[0] == lantern.text
     services.memory_delete(player=player, memory=memory)
-    assert recall(character, player, "Where did I find the coin?").memories == ["The red lantern hangs in the chapel."]
+    assert recall(character, player, "Where did I find the coin?").memories == [lantern.text]
+
+
+def test_a_repeated_recall_costs_one_query(
+    character: Character,
+    player: User,
+    tell: Callable[..., int],
+    recall: Callable[..., services.Recall],
+    django_assert_num_queries: Any,
+) -> None:
+    tell(character, player, FACT)
+    recall(character, player, "What did I find at the docks?")
+    with django_assert_num_queries(1):
+        assert recall(character, player, "What did I find at the docks?").memories == [FACT]
 
 
 def test_the_limit_drops_the_least_important_episodic_memories_first_never_pinned_or_summaries(
