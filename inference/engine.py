@@ -41,6 +41,8 @@ class Frame:
     session: str
     number: int
     jpeg: bytes
+    # Where the player stands after the tick, in cells: the host fires area hooks from it.
+    position: tuple[float, float] = (0.0, 0.0)
 
 
 class WorldEngine(ABC):
@@ -179,7 +181,9 @@ class RaycastEngine(WorldEngine):
             held = self._sessions[session]
             held.state = step(held.state, action, world_events)
             image = render(held.state, held.spec, self.width, self.height)
-            frames.append(Frame(session, held.state.tick, encode_jpeg(image, self.jpeg_quality)))
+            frames.append(
+                Frame(session, held.state.tick, encode_jpeg(image, self.jpeg_quality), held.state.pose.cell_position)
+            )
         return frames
 
     def snapshot(self, session: str) -> bytes:

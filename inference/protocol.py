@@ -23,8 +23,18 @@ Sessions (the platform logs every input before it forwards it, and numbers it in
 - worker → platform `session.opened` (`tick`), `session.applied` (`sequence`, the `tick` it applies at, the
   `events` it became, the `story` state after a choice), `session.snapshot` (`tick`, `sequence`,
   `engine_state`, `narrative`), and `session.narration` / `session.choices` / `session.votes` (Live worlds:
-  `tally` per choice, `closes_at_tick`) / `session.error`, which the
-  platform relays to the session's browsers. A worker may only speak of sessions assigned to it.
+  `tally` per choice, `closes_at_tick`) / `session.character_line` (`character`, `text`: a reply streamed a
+  sentence at a time, then `final: true`) / `session.error`, which the platform relays to the session's
+  browsers, and `session.debug_prompt` (`character`, `sections`, `messages`: the prompt a reply was written
+  from), relayed to the world's creator only. A worker may only speak of sessions assigned to it.
+- Narrative work (the narrative part of `session.open` carries the world's cast, hooks, rating and the safety
+  filter's term lists): worker → platform `session.recall` (`request`, `character`, `speaker`, `query`: a
+  base64 little-endian float32 embedding, `recent`: the latest lines) is answered by platform → worker
+  `session.recalled` (`request`, `turn`, `memories`, `lore`: texts for the prompt); `session.exchange`
+  (`sequence`, `character`, `speaker`, `said`, `reply`, `memories`: `text`, `importance`, `embedding`) keeps
+  what the player told a character; `session.propose` (`input`: an `offer` of a beat's choices or a
+  `hook_outcome`) is logged by the platform as the session's next input and sent back as `session.input`;
+  `session.blocked` (`character`, `text`, `terms`) reports generated text the safety filter refused.
 
 A malformed or unknown message is answered with `error` and the connection stays open. Both sides build and
 check messages only through the functions below, so the protocol is written down in one place.
@@ -49,6 +59,12 @@ SESSION_MESSAGE_TYPES = (
     "session.choices",
     "session.error",
     "session.votes",
+    "session.character_line",
+    "session.debug_prompt",
+    "session.recall",
+    "session.exchange",
+    "session.propose",
+    "session.blocked",
 )
 
 

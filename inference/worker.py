@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import websockets
@@ -27,7 +30,10 @@ from websockets.asyncio.client import ClientConnection
 
 from inference import protocol
 from inference.engine import available_engines, create_engine
-from inference.play.host import SessionHost
+from inference.language.base import LanguageModel
+from inference.language.embedding import default_embedder
+from inference.play.host import CONVERSATION, Job, SessionHost
+from inference.play.narrator import Narrator
 
 logger = logging.getLogger("inference.worker")
 
@@ -48,6 +54,34 @@ class WorkerConfig:
     max_backoff_seconds: float = 30.0
     # 20 frames a second reads as motion and leaves a CPU worker time to batch several sessions.
     frames_per_second: float = 20.0
+    # The characters' and narrator's model: "local" (SmolLM2-135M-Instruct, shipped with the platform), a
+    # local transformers model folder, an OpenAI-compatible server's URL (…/v1), or "none".
+    language_model: str = "local"
+    # Seconds a reply waits for the platform to send a character's memories before going on without them.
+    recall_timeout_seconds: float = 3.0
+
+
+def language_model_loader(choice: str, device: str) -> Callable[[], LanguageModel] | None:
+    """What loads the configured language model (on first use), or None for "none"."""
+    if choice == "none":
+        return None
+    if choice.startswith(("http://", "https://")):
+
+        def load_remote() -> LanguageModel:
+            from inference.language.openai_compatible import OpenAICompatibleConfig, OpenAICompatibleLanguageModel
+
+            return OpenAICompatibleLanguageModel(OpenAICompatibleConfig(base_url=choice))
+
+        return load_remote
+
+    def load_local() -> LanguageModel:
+        from inference.language.local import LocalLanguageModel, LocalModelConfig
+
+        return LocalLanguageModel(
+            LocalModelConfig(model_dir=None if choice == "local" else Path(choice), device=device)
+        )
+
+    return load_local
 
 
 class InferenceWorker:
@@ -56,12 +90,21 @@ class InferenceWorker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
         self.engines = {name: create_engine(name, device=config.device) for name in sorted(available_engines())}
-        self.host = SessionHost(self.engines)
+        embedder = default_embedder()
+        self.host = SessionHost(self.engines, embedder=embedder)
+        self.narrator = Narrator(embedder, language_model_loader(config.language_model, config.device))
         # Engines run on one thread of their own: stepping never blocks the connection, and an engine is
         # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
         self.engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+        # The language model gets a thread of its own too: a reply takes seconds, a frame 50 ms.
+        self.language_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="language")
+        self.language_thread.submit(self.narrator.warm_up)
         self.connected = asyncio.Event()
         self.input_arrived = asyncio.Event()
+        self.connection: ClientConnection | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.recalls: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.recall_numbers = itertools.count(1)
 
     @property
     def free_slots(self) -> int:
@@ -102,10 +145,13 @@ class InferenceWorker:
         if welcome["type"] != "platform.welcome":
             raise protocol.ProtocolError(f"expected platform.welcome, got {welcome['type']}")
         heartbeat_seconds = float(welcome["heartbeat_seconds"])
+        # Any worker can hold a conversation: it needs no world engine, only the narrator.
         hello = protocol.hello_message(
-            engines=list(self.engines), slots=self.config.slots, free_slots=self.free_slots, device=self.config.device
-        )
+            engines=[*self.engines, CONVERSATION], slots=self.config.slots, free_slots=self.free_slots,
+            device=self.config.device,
+        )  # fmt: skip
         await connection.send(protocol.encode(hello))
+        self.connection, self.loop = connection, asyncio.get_running_loop()
         self.connected.set()
         logger.info("connected to %s as %s with engines %s", self.config.url, welcome["worker"], list(self.engines))
         background = [
@@ -115,11 +161,18 @@ class InferenceWorker:
         try:
             async for text in connection:
                 message = protocol.decode(text if isinstance(text, str) else None)
+                if message["type"] == "session.recalled":
+                    self.recalled(message)
+                    continue
                 for reply in await self.on_engine_thread(self.handle, message):
                     await connection.send(protocol.encode(reply))
                 if message["type"] == "session.input":
                     self.input_arrived.set()
         finally:
+            self.connection = None
+            for waiting in self.recalls.values():
+                waiting.cancel()
+            self.recalls.clear()
             for task in background:
                 task.cancel()
             for task in background:
@@ -148,6 +201,7 @@ class InferenceWorker:
             if not self.host.sessions:
                 continue
             frames, messages = await self.on_engine_thread(self.host.tick)
+            self.jobs_start(await self.on_engine_thread(self.host.take_jobs))
             for frame, sequence in frames:
                 encoded = protocol.frame_encode(
                     session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
@@ -158,6 +212,13 @@ class InferenceWorker:
 
     def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies."""
+        try:
+            replies = self.apply(message)
+        finally:
+            self.jobs_start(self.host.take_jobs())
+        return replies
+
+    def apply(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         kind = message["type"]
         try:
             if kind == "session.open":
@@ -168,6 +229,7 @@ class InferenceWorker:
                 return self.host.refresh(message["session"])
             if kind == "session.close":
                 self.host.close(message["session"])
+                self.language_thread.submit(self.narrator.forget, message["session"])
                 return []
         except (KeyError, ValueError) as error:
             logger.exception("could not apply %s", kind)
@@ -181,6 +243,52 @@ class InferenceWorker:
     def close_all(self) -> None:
         for session in list(self.host.sessions):
             self.host.close(session)
+            self.language_thread.submit(self.narrator.forget, session)
+
+    # Narrative work, on the language thread, and the link it reaches the platform and the host by.
+
+    def jobs_start(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            self.language_thread.submit(self.narrator.run, job, self)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send from any thread; dropped when the connection is gone (the platform reassigns the session)."""
+        connection, loop = self.connection, self.loop
+        if connection is None or loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(connection.send(protocol.encode(message)), loop)
+
+    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        """Ask the platform for a character's memories and lore (from the language thread); None on no answer."""
+        loop = self.loop
+        if loop is None or self.connection is None:
+            return None
+        try:
+            return asyncio.run_coroutine_threadsafe(self.recall_request(request), loop).result(
+                self.config.recall_timeout_seconds + 1
+            )
+        except (TimeoutError, asyncio.CancelledError, websockets.ConnectionClosed):
+            logger.warning("no memories arrived for session %s; replying without them", request.get("session"))
+            return None
+
+    async def recall_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        number = next(self.recall_numbers)
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.recalls[number] = answer
+        try:
+            assert self.connection is not None
+            await self.connection.send(protocol.encode({"type": "session.recall", "request": number, **request}))
+            return await asyncio.wait_for(answer, self.config.recall_timeout_seconds)
+        finally:
+            self.recalls.pop(number, None)
+
+    def recalled(self, message: dict[str, Any]) -> None:
+        waiting = self.recalls.get(message.get("request"))  # type: ignore[arg-type]
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message)
+
+    def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
+        self.engine_thread.submit(self.host.conversation_record, session, character, said, reply)
 
     async def on_engine_thread(self, function: Callable[..., Any], *arguments: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.engine_thread, function, *arguments)
@@ -199,10 +307,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", required=True, help="this worker's token (manage.py worker_token NAME)")
     parser.add_argument("--slots", type=int, default=4, help="how many sessions this worker runs at once")
     parser.add_argument("--device", default="cpu", help="torch device for the engines: cpu, cuda, cuda:1 …")
+    parser.add_argument(
+        "--language-model",
+        default=os.environ.get("WORLDLOOM_LANGUAGE_MODEL", "local"),
+        help="the characters' model: local (SmolLM2-135M), a model folder, an OpenAI-compatible URL, or none "
+        "(default: $WORLDLOOM_LANGUAGE_MODEL, else local)",
+    )
 
 
 def config_from_arguments(arguments: argparse.Namespace) -> WorkerConfig:
-    return WorkerConfig(url=arguments.url, token=arguments.token, slots=arguments.slots, device=arguments.device)
+    return WorkerConfig(
+        url=arguments.url, token=arguments.token, slots=arguments.slots, device=arguments.device,
+        language_model=arguments.language_model,
+    )  # fmt: skip
 
 
 def run_until_interrupted(config: WorkerConfig) -> None:

@@ -121,7 +121,7 @@ class WorldModelEngine(WorldEngine):
                 images[index],
             )
             jpeg = encode_jpeg(self._upscale(images[index]), self.jpeg_quality)
-            frames.append(Frame(parsed[index][0], session.state.tick, jpeg))
+            frames.append(Frame(parsed[index][0], session.state.tick, jpeg, session.state.pose.cell_position))
         return frames
 
     def snapshot(self, session: str) -> bytes:

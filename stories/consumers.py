@@ -40,7 +40,7 @@ async def park_later(session_id: Any) -> None:
 
 
 def session_for(session_id: str) -> PlaySession | None:
-    return PlaySession.objects.select_related("version").filter(pk=session_id).first()
+    return PlaySession.objects.select_related("version__world").filter(pk=session_id).first()
 
 
 class PlayConsumer(AsyncWebsocketConsumer):
@@ -58,6 +58,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
             await self.close()  # before accept: the handshake ends with 403 and no frame is ever sent
             return
         self.role = role
+        self.is_creator = self.session.version.world.owner_id == user.pk
         self.group = services.session_group(self.session.pk)
         self.sent_frame = self.acked_frame = 0
         self.waiting_frame: bytes | None = None
@@ -144,6 +145,11 @@ class PlayConsumer(AsyncWebsocketConsumer):
     async def session_message(self, event: dict[str, Any]) -> None:
         """Narration, choices, status: relayed as they are."""
         await self.send_json(event["message"])
+
+    async def session_creator_message(self, event: dict[str, Any]) -> None:
+        """What only the world's creator sees (the prompt a reply was written from, for their debug panel)."""
+        if self.is_creator:
+            await self.send_json(event["message"])
 
     async def send_json(self, message: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(message, separators=(",", ":")))

@@ -5,13 +5,21 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import numpy as np
 from django.core.cache import cache
 from django.db.models import Avg, Count, F, Q, QuerySet
 
 from accounts.models import User
+from inference.narrative.prompting import CHARACTER_FIELDS
+from inference.narrative.safety import TermFilter, refused_terms
+from memories.services import memories_recall
+from moderation.selectors import safety_terms
 from stories.models import PlaySession, SessionEvent, SessionStatus
 from workers.models import WorkerNode
 from workers.selectors import workers_connected
+from worlds.formats import active_entries
+from worlds.interchange import lorebook_from_document
+from worlds.models import Character
 
 # When no session has ended yet, guess this long per session for the queue's estimate.
 DEFAULT_SESSION_SECONDS = 300
@@ -74,7 +82,8 @@ def session_open_message(*, session: PlaySession) -> dict[str, Any]:
     events: QuerySet[SessionEvent] = session.events.filter(sequence__gt=after)
     replay = [
         {"sequence": event.sequence, "tick": event.applied_tick, "input": event.payload,
-         "events": event.applied_effects.get("events", []), "story": event.applied_effects.get("story")}
+         "events": event.applied_effects.get("events", []), "story": event.applied_effects.get("story"),
+         "hooks": event.applied_effects.get("hooks", [])}
         for event in events if event.applied_tick is not None
     ]  # fmt: skip
     pending = [{"sequence": event.sequence, "input": event.payload} for event in events if event.applied_tick is None]
@@ -97,7 +106,79 @@ def session_open_message(*, session: PlaySession) -> dict[str, Any]:
         "replay": replay,
         "pending": pending,
         "target_tick": last_frame_seen(session=session),
+        "narrative": session_narrative(session=session),
     }
+
+
+# The parts of a document character a worker plays it from (persona and the like; never secrets or notes).
+CHARACTER_FIELDS_FOR_WORKERS = (
+    *CHARACTER_FIELDS, "key", "greeting", "clues", "memory_scope", "reply_temperature", "reply_max_tokens",
+)  # fmt: skip
+
+
+def session_narrative(*, session: PlaySession) -> dict[str, Any]:
+    """What the narrative engine needs of the session's world (read by inference.narrative.setting)."""
+    document = session.version.document
+    world = document["world"]
+    ids = dict(session.version.world.characters.values_list("name", "id"))
+    return {
+        "title": world.get("title", ""),
+        "description": world.get("description", ""),
+        "content_rating": world.get("content_rating", "everyone"),
+        "characters": [
+            {name: character[name] for name in CHARACTER_FIELDS_FOR_WORKERS if name in character}
+            | {"id": ids.get(character["name"])}
+            for character in document.get("characters", [])
+        ],
+        "hooks": document.get("hooks", []),
+        "safety": safety_terms(),
+    }
+
+
+def session_character(*, session: PlaySession, character_id: Any) -> Character | None:
+    """One of the session's world's characters by id (a worker names characters by the ids it was sent)."""
+    if not isinstance(character_id, int):
+        return None
+    return session.version.world.characters.filter(pk=character_id).first()
+
+
+def session_speaker(*, session: PlaySession, speaker: Any) -> User | None:
+    """Who spoke: the session's owner (`speaker` None), or the Live participant of that name."""
+    if speaker is None:
+        return session.owner
+    return session.participants.filter(username=str(speaker)).first()
+
+
+def character_recall(
+    *, session: PlaySession, character_id: Any, speaker: Any, query: np.ndarray, recent: list[str]
+) -> dict[str, Any]:
+    """The memories and lore for a character's next reply: what it remembers of the speaker, by relevance to
+    `query` (D,), and the lorebook entries that the `recent` lines activate."""
+    character = session_character(session=session, character_id=character_id)
+    player = session_speaker(session=session, speaker=speaker)
+    recalled = {"turn": 0, "memories": [], "lore": []}
+    if character is None:
+        return recalled
+    if player is not None:
+        memories = memories_recall(character=character, player=player, query=query)
+        recalled |= {"turn": memories.turn, "memories": memories.memories}
+    recalled["lore"] = lore_active(session=session, character_name=character.name, recent=recent)
+    return recalled
+
+
+def lore_active(*, session: PlaySession, character_name: str, recent: list[str]) -> list[str]:
+    """The texts of the world's and the character's lorebook entries that the recent lines activate."""
+    document = session.version.document
+    books = {book["key"]: book for book in document.get("lorebooks", [])}
+    keys = list(document["world"].get("lorebooks", []))
+    character = next((item for item in document.get("characters", []) if item["name"] == character_name), {})
+    if character.get("lorebook") and character["lorebook"] not in keys:
+        keys.append(character["lorebook"])
+    texts: list[str] = []
+    for key in keys:
+        if key in books:
+            texts += [entry.content for entry in active_entries(lorebook_from_document(books[key]), recent)]
+    return texts
 
 
 def version_playable(*, world: Any, user: User) -> Any:
@@ -117,19 +198,12 @@ def sessions_open_for(*, world: Any, user: User) -> QuerySet[PlaySession]:
     )
 
 
-# What each content rating keeps out of a Live world's shared stream, by the term filter's severities.
-REFUSED_BY_RATING = {"everyone": ("blocked", "mature", "teen"), "teen": ("blocked", "mature"), "mature": ("blocked",)}
-
-
 def live_text_refusal(*, session: PlaySession, payload: dict[str, Any]) -> str | None:
     """Why a participant's prompt or speech may not reach a Live world everyone watches, or None."""
-    from moderation.checks import term_filter_load
-
     if not session.is_live or "text" not in payload:
         return None
     rating = session.version.document["world"].get("content_rating", "everyone")
-    found = term_filter_load().found(payload["text"])
-    if any(severity in found for severity in REFUSED_BY_RATING.get(rating, REFUSED_BY_RATING["everyone"])):
+    if refused_terms(payload["text"], rating=rating, terms=TermFilter.from_dict(safety_terms())):
         return "the moderation filter held that back; it does not fit this world's rating"
     return None
 

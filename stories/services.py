@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.core.cache import cache
@@ -17,16 +18,21 @@ from django.utils import timezone
 
 from accounts.models import User
 from gallery.services import world_play_record
+from inference.play.host import CONVERSATION
+from memories.services import exchange_record
 from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
 from stories.selectors import (
     last_frame_seen,
     queue_estimated_wait_seconds,
     queue_place,
+    session_character,
     session_open_message,
+    session_speaker,
     worker_least_loaded,
 )
 from workers.models import WorkerNode
 from worlds.models import WorldVersion
+from worlds.services import hook_outcome_record
 
 SNAPSHOTS_KEPT = 3  # the newest is what a failover needs; two more in case the newest was cut short
 
@@ -53,11 +59,13 @@ def send_to_browsers(session_id: Any, message: dict[str, Any]) -> None:
 @transaction.atomic
 def session_start(*, version: WorldVersion, owner: User) -> PlaySession:
     """A new session of a published version for `owner`, dispatched at once or queued."""
+    world = version.document["world"]
     session = PlaySession.objects.create(
         version=version,
         owner=owner,
-        engine=version.document["world"]["engine"],
-        is_live=version.document["world"]["category"] == "live",
+        # A character published on its own is a conversation: no world to draw.
+        engine=CONVERSATION if world["category"] == "characters" else world["engine"],
+        is_live=world["category"] == "live",
         queued_at=timezone.now(),
     )
     world_play_record(player=owner, world=version.world)
@@ -130,26 +138,69 @@ def session_input_append(
     if session.is_live and session.owner_id != player.pk:
         # The owner's keys steer the camera everyone watches; every other participant walks an avatar.
         payload = {**payload, "participant": player.get_username()}
-    # Lock the session row so concurrent inputs (Live worlds) take distinct sequence numbers.
-    locked = PlaySession.objects.select_for_update().get(pk=session.pk)
-    sequence = (locked.events.aggregate(last=Max("sequence"))["last"] or 0) + 1
     try:
         with transaction.atomic():
-            event = SessionEvent.objects.create(session=locked, sequence=sequence, player=player,
-                                                client_sequence=client_sequence, kind=payload["type"],
-                                                payload=payload)  # fmt: skip
+            return event_log_and_forward(session_id=session.pk, payload=payload, player=player,
+                                         client_sequence=client_sequence), True  # fmt: skip
     except IntegrityError:
         return SessionEvent.objects.get(session=session, player=player, client_sequence=client_sequence), False
-    PlaySession.objects.filter(pk=session.pk).update(last_active_at=timezone.now())
+
+
+def event_log_and_forward(
+    *, session_id: Any, payload: dict[str, Any], player: User | None = None, client_sequence: int | None = None
+) -> SessionEvent:
+    """Number an input in the session's sequence, log it, and send it to the session's worker after commit."""
+    # Lock the session row so concurrent inputs (Live worlds, worker proposals) take distinct sequence numbers.
+    locked = PlaySession.objects.select_for_update().get(pk=session_id)
+    sequence = (locked.events.aggregate(last=Max("sequence"))["last"] or 0) + 1
+    event = SessionEvent.objects.create(session=locked, sequence=sequence, player=player,
+                                        client_sequence=client_sequence, kind=payload["type"],
+                                        payload=payload)  # fmt: skip
+    PlaySession.objects.filter(pk=session_id).update(last_active_at=timezone.now())
     if locked.status == SessionStatus.RUNNING and locked.worker is not None:
-        forwarded = {"type": "session.input", "session": str(session.pk), "sequence": sequence, "input": payload}
+        forwarded = {"type": "session.input", "session": str(session_id), "sequence": sequence, "input": payload}
         send_to_worker(locked.worker.channel_name, forwarded)
-    return event, True
+    return event
 
 
-def session_input_applied(*, session_id: str, sequence: int, tick: int, events: list[Any], story: Any) -> None:
+PROPOSAL_TYPES = ("offer", "hook_outcome")
+
+
+@transaction.atomic
+def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> SessionEvent:
+    """Log what a worker's narrative work decided (a beat's choices, a hook's branch) as the session's next
+    input, so that it is applied at a known tick and replayed, never decided twice; count hook outcomes."""
+    if payload.get("type") not in PROPOSAL_TYPES:
+        raise ValueError(f"a worker may propose only {', '.join(PROPOSAL_TYPES)} inputs")
+    event = event_log_and_forward(session_id=session_id, payload=payload)
+    if payload["type"] == "hook_outcome":
+        world_id = PlaySession.objects.filter(pk=session_id).values_list("version__world_id", flat=True).get()
+        hook_outcome_record(world_id=world_id, hook_name=str(payload.get("hook")), branch_name=payload.get("branch"))
+    return event
+
+
+@transaction.atomic
+def session_exchange_record(
+    *, session_id: str, sequence: int, character_id: int | None, speaker: str | None, said: str, reply: str,
+    memories: list[tuple[str, float, np.ndarray]],
+) -> None:  # fmt: skip
+    """A character answered: keep the reply with the player's words in the log, and what the player told it."""
+    event = SessionEvent.objects.select_for_update().filter(session_id=session_id, sequence=sequence).first()
+    if event is not None:
+        event.applied_effects = {**event.applied_effects, "reply": reply}
+        event.save(update_fields=["applied_effects"])
+    session = PlaySession.objects.get(pk=session_id)
+    character = session_character(session=session, character_id=character_id)
+    player = session_speaker(session=session, speaker=speaker)
+    if character is not None and player is not None:
+        exchange_record(character=character, player=player, memories=memories)
+
+
+def session_input_applied(
+    *, session_id: str, sequence: int, tick: int, events: list[Any], story: Any, hooks: list[str]
+) -> None:
     """Record the tick an input was applied at and what it became; replay after a failover relies on it."""
-    effects = {"events": events} | ({"story": story} if story is not None else {})
+    effects = {"events": events} | ({"story": story} if story is not None else {}) | ({"hooks": hooks} if hooks else {})
     SessionEvent.objects.filter(session_id=session_id, sequence=sequence).update(
         applied_tick=tick, applied_effects=effects
     )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -18,6 +20,8 @@ import redis
 import requests
 from channels.db import database_sync_to_async
 from django.db import connections
+
+from inference.language.tiny import write_tiny_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,6 +74,13 @@ def database_url_for_processes() -> str:
     )
 
 
+@functools.cache
+def tiny_language_model() -> Path:
+    """A tiny random chat model on disk, once per test run: platforms under test load it in a blink. It writes
+    noise, so its choices never pass the measures and the authored ones are offered: tests stay repeatable."""
+    return write_tiny_model(Path(tempfile.mkdtemp(prefix="worldloom-tiny-model-")))
+
+
 def platform_environment(**overrides: str) -> dict[str, str]:
     """The environment for a platform process that shares this test run's database and services."""
     from django.conf import settings
@@ -81,6 +92,7 @@ def platform_environment(**overrides: str) -> dict[str, str]:
         HTTPS="false",
         DEBUG="false",
         PYTHONUNBUFFERED="1",
+        WORLDLOOM_LANGUAGE_MODEL=str(tiny_language_model()),
     )
     environment.update(overrides)
     return environment

@@ -106,7 +106,7 @@ def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_pl
         await player.send("prompt", text="make it night")
         await player.read_until(lambda p: any(m["type"] == "narration" and "changes" in m["text"] for m in p.messages))
         await player.read_until(lambda p: brightness(p.frames[-1][2]) < before - 10)
-        choices = player.last("choices")
+        choices = await player.read_until(lambda p: p.last("choices"))  # written live, so they may come later
         assert choices["beat"] == "arrival"
         await player.send("choice", index=1)
         moved = await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] != "arrival" and c)
@@ -115,7 +115,10 @@ def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_pl
         assert numbers == sorted(set(numbers))
 
     asyncio.run(play(live_platform, session, cookie_for(session.owner), script))
-    assert SessionEvent.objects.filter(session=session).count() == 4
+    assert SessionEvent.objects.filter(session=session, player=session.owner).count() == 4
+    # Each beat's choices were written once and logged, so a replay offers the same ones.
+    offers = SessionEvent.objects.filter(session=session, kind="offer").order_by("sequence")
+    assert [offer.payload["beat"] for offer in offers] == ["arrival", "ask-eve"]
 
 
 def worker_process(platform: LivePlatform, name: str) -> subprocess.Popen[str]:
@@ -236,8 +239,9 @@ def test_a_player_who_leaves_and_returns_finds_the_same_world_and_story(live_pla
         await player.send("prompt", text="make it night")
         await player.send("choice", index=1)
         await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve")
-        await player.read_until_database(SessionSnapshot.objects.filter(session=session, sequence=2).exists)
-        await player.read_until(lambda p: p.frames[-1][1] >= 2)
+        # Sequences: 1 the arrival's choices offered, 2 the prompt, 3 the choice.
+        await player.read_until_database(SessionSnapshot.objects.filter(session=session, sequence__gte=3).exists)
+        await player.read_until(lambda p: p.frames[-1][1] >= 3)
         return player.frames[-1][0], brightness(player.frames[-1][2])
 
     async def second_visit(player: Player) -> Player:

@@ -99,7 +99,14 @@ def lorebook_rows(record: formats.Lorebook, *, owner: Any, fallback_name: str) -
     return book, entries
 
 
-def lorebook_record(book: Lorebook) -> formats.Lorebook:
+def lorebook_from_document(book: dict[str, Any]) -> formats.Lorebook:
+    """A lorebook of a world document (worlds.documents) as the formats' record, for activation in play."""
+    fields = {name: value for name, value in book.items() if name not in ("key", "entries")}
+    return lorebook_record(Lorebook(**fields), [LoreEntry(**entry) for entry in book.get("entries", [])])
+
+
+def lorebook_record(book: Lorebook, entries: list[LoreEntry] | None = None) -> formats.Lorebook:
+    """`book` as the formats' record; its entries are read from the database unless given."""
     extensions = dict(book.extensions)
     unknown = extensions.pop("unknown", {})
     return formats.Lorebook(
@@ -111,7 +118,9 @@ def lorebook_record(book: Lorebook) -> formats.Lorebook:
         extensions=extensions,
         unknown=unknown,
         # Creation order is the order of the file the book came from; insertion_order is about prompts.
-        entries=tuple(lore_entry_record(entry) for entry in book.entries.order_by("id")),
+        entries=tuple(
+            lore_entry_record(entry) for entry in (book.entries.order_by("id") if entries is None else entries)
+        ),
     )
 
 

@@ -4,23 +4,51 @@ Persistence is exact because every input is applied at a known tick, and the hos
 the world events the input became) back to the platform, which logs it. A session reopened on another
 worker restores its last snapshot and replays the logged inputs at their ticks up to the last frame anyone
 saw, then takes pending inputs as new: the same state as if it had never moved, and no input twice.
+
+Narrative work that takes a language model seconds (a character's reply, a beat's choices, a hook's outcome)
+never runs here: the host hands it out as `Job`s, which the worker runs on a thread of its own while the
+world keeps stepping. What such work decides about the session's state comes back as a proposed input
+(`offer`, `hook_outcome`) that the platform logs like any other, so a replay after a failover applies the
+same choices and the same branch at the same tick without asking the model again.
 """
 
 from __future__ import annotations
 
 import base64
 import time
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from inference.engine import Frame, StepRequest, WorldEngine
+from inference.language.embedding import Embedder
+from inference.narrative.setting import HookRule, Setting
+from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.prompts import events_from_prompt
 from inference.play.story import StoryGraph, StoryState
 from inference.world.state import action_from_keys
 
 Message = dict[str, Any]
 MOVEMENT_KEYS = {"KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight"}
+# Sessions of worlds without a picture (a character published on its own) run on no world engine.
+CONVERSATION = "conversation"
+# Turns of talk with each character a session keeps for the prompt; older turns live on as memories.
+CONVERSATION_MESSAGES_KEPT = 12
+
+
+@dataclass(frozen=True)
+class Job:
+    """Narrative work for the worker's language-model thread.
+
+    kind: "reply" (a character answers), "offer" (write a beat's choices), "hook" (classify a response to a
+    hook into its branches) or "narrate" (a prompt that changes nothing in the world).
+    """
+
+    kind: str
+    session: str
+    setting: Setting | None
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -36,7 +64,7 @@ class HostConfig:
 @dataclass
 class HostedSession:
     id: str
-    engine: WorldEngine
+    engine: WorldEngine | None  # None: a conversation, no picture
     engine_session: str
     tick: int
     applied_sequence: int = 0
@@ -55,6 +83,12 @@ class HostedSession:
     outbox: list[Message] = field(default_factory=list)
     snapshot_due: bool = True
     last_snapshot_at: float = 0.0
+    setting: Setting | None = None
+    # The recent talk with each character (by name), as chat messages from the character's side.
+    conversations: dict[str, list[Message]] = field(default_factory=dict)
+    # The hook waiting for the player's response, and every hook that has fired (each fires once).
+    active_hook: str | None = None
+    fired_hooks: list[str] = field(default_factory=list)
 
     def narrative(self) -> dict[str, Any]:
         return {
@@ -64,30 +98,45 @@ class HostedSession:
             "story": self.story_state.to_dict() if self.story_state else None,
             "votes": self.votes,
             "vote_closes_at": self.vote_closes_at,
+            "conversations": self.conversations,
+            "active_hook": self.active_hook,
+            "fired_hooks": self.fired_hooks,
         }
 
 
 class SessionHost:
     """Every session of one worker, stepped together; fed messages, it returns messages to send."""
 
-    def __init__(self, engines: dict[str, WorldEngine], config: HostConfig = HostConfig()) -> None:
+    def __init__(
+        self, engines: dict[str, WorldEngine], config: HostConfig = HostConfig(), embedder: Embedder | None = None
+    ) -> None:
         self.engines = engines
         self.config = config
         self.sessions: dict[str, HostedSession] = {}
+        self.embedder = embedder
+        # Without an embedder, typed prompts fall back to the keyword list.
+        self.world_prompts = WorldPromptClassifier(embedder) if embedder is not None else None
+        self.jobs: list[Job] = []
+
+    def take_jobs(self) -> list[Job]:
+        jobs, self.jobs = self.jobs, []
+        return jobs
 
     def open(self, message: Message) -> list[Message]:
         """Open (or reopen after a failover) a session as the platform describes it."""
         session_id = message["session"]
-        engine = self.engines[message["engine"]]
+        engine = None if message["engine"] == CONVERSATION else self.engines[message["engine"]]
         snapshot = message.get("snapshot")
         engine_state = base64.b64decode(snapshot["engine_state"]) if snapshot else None
         hosted = HostedSession(
             id=session_id,
             engine=engine,
-            engine_session=engine.open_session(message["spec"], engine_state),
+            engine_session=engine.open_session(message["spec"], engine_state) if engine is not None else "",
             tick=snapshot["tick"] if snapshot else 0,
             applied_sequence=snapshot["sequence"] if snapshot else 0,
         )
+        if message.get("narrative"):
+            hosted.setting = self.setting_for(message["narrative"])
         if message.get("story"):
             hosted.story = StoryGraph(message["story"])
         narrative = snapshot["narrative"] if snapshot else {}
@@ -97,15 +146,26 @@ class SessionHost:
         hosted.live = bool(message.get("live"))
         hosted.votes = dict(narrative.get("votes", {}))
         hosted.vote_closes_at = narrative.get("vote_closes_at")
+        hosted.conversations = {name: list(messages) for name, messages in narrative.get("conversations", {}).items()}
+        hosted.active_hook = narrative.get("active_hook")
+        hosted.fired_hooks = list(narrative.get("fired_hooks", []))
+        beginning: list[Message] = []
         if hosted.story is not None:
             story = narrative.get("story")
             hosted.story_state = StoryState.from_dict(story) if story else hosted.story.begin()
+            if not story:
+                beginning = self.beat_entered(hosted)  # the start beat's hooks fire before any input
         self.sessions[session_id] = hosted
         self.replay(hosted, message.get("replay", []), message.get("target_tick"))
-        hosted.outbox.clear()  # what the replay produced was seen before; the story is sent below
+        # What the replay produced was seen before, and its narrative work was done before.
+        hosted.outbox.clear()
+        self.jobs = [job for job in self.jobs if job.session != session_id]
         outgoing: list[Message] = [{"type": "session.opened", "session": session_id, "tick": hosted.tick}]
-        if hosted.story is not None:
-            outgoing += self.story_messages(hosted)  # a player coming back sees where the story stands
+        if hosted.story is not None and hosted.story_state is not None:
+            self.offer_request(hosted)  # the beat's choices, unless they were written before
+            fresh = snapshot is None and not message.get("replay")
+            # A player coming back sees where the story stands; one arriving sees it begin.
+            outgoing += beginning if fresh else self.story_messages(hosted)
         for pending in message.get("pending", []):
             outgoing += self.input(session_id, pending["sequence"], pending["input"])
         return outgoing
@@ -131,6 +191,10 @@ class SessionHost:
         hosted.pending_events += entry.get("events", [])
         if entry.get("story"):
             hosted.story_state = StoryState.from_dict(entry["story"])
+        for hook in entry.get("hooks", []):
+            self.hook_fire(hosted, hook)
+        if entry["input"]["type"] == "hook_outcome":
+            hosted.active_hook = None
         if entry["input"]["type"] == "choice" and hosted.live:
             self.vote(hosted, entry["input"])
         if entry["input"]["type"] in ("pause", "resume"):
@@ -143,39 +207,180 @@ class SessionHost:
         if sequence <= hosted.applied_sequence:
             return []  # already applied before a failover: exactly once
         kind = given["type"]
+        story_before = hosted.story_state.to_dict() if hosted.story_state else None
+        hooks_before = len(hosted.fired_hooks)
         events: list[dict[str, Any]] = []
         outgoing: list[Message] = []
-        if kind in ("key_down", "key_up") and "participant" in given:
-            events = self.avatar_events(hosted, given)
-        elif kind in ("key_down", "key_up"):
-            self.change_keys(hosted, given)
-        elif kind == "prompt":
-            events = events_from_prompt(given["text"])
-            text = "The world changes." if events else "Nothing in the world answers that yet."
-            outgoing.append({"type": "session.narration", "session": session_id, "text": text})
-        elif kind == "choice" and hosted.live and hosted.story is not None:
-            outgoing += self.vote(hosted, given)
-        elif kind == "choice" and hosted.story is not None and hosted.story_state is not None:
-            try:
+        try:
+            if kind in ("key_down", "key_up") and "participant" in given:
+                events = self.avatar_events(hosted, given)
+            elif kind in ("key_down", "key_up"):
+                self.change_keys(hosted, given)
+            elif kind == "prompt":
+                events, outgoing = self.prompt(hosted, given)
+            elif kind == "speech":
+                outgoing = self.speech(hosted, given, sequence)
+            elif kind == "choice" and hosted.live and hosted.story is not None:
+                outgoing = self.vote(hosted, given)
+            elif kind == "choice" and hosted.story is not None and hosted.story_state is not None:
                 hosted.story_state = hosted.story.choose(hosted.story_state, given["index"])
-            except ValueError as error:
-                outgoing.append({"type": "session.error", "session": session_id, "sequence": sequence,
-                                 "error": str(error)})  # fmt: skip
+                outgoing = self.beat_entered(hosted)
+            elif kind == "offer":
+                outgoing = self.offer(hosted, given)
+            elif kind == "hook_outcome":
+                events, outgoing = self.hook_outcome(hosted, given)
+            elif kind in ("pause", "resume"):
+                hosted.paused = kind == "pause"
             else:
-                outgoing += self.story_messages(hosted)
-                hosted.snapshot_due = True
-        elif kind in ("pause", "resume"):
-            hosted.paused = kind == "pause"
-        else:
-            outgoing.append({"type": "session.error", "session": session_id, "sequence": sequence,
-                             "error": f"this worker cannot handle {kind!r} inputs"})  # fmt: skip
+                raise ValueError(f"this worker cannot handle {kind!r} inputs")
+        except ValueError as error:
+            outgoing = [{"type": "session.error", "session": session_id, "sequence": sequence, "error": str(error)}]
         hosted.pending_events += events
         hosted.applied_sequence = sequence
         applied = {"type": "session.applied", "session": session_id, "sequence": sequence, "tick": hosted.tick + 1,
                    "events": events}  # fmt: skip
-        if kind == "choice" and hosted.story_state is not None and not hosted.live:
-            applied["story"] = hosted.story_state.to_dict()
+        story_after = hosted.story_state.to_dict() if hosted.story_state else None
+        if story_after != story_before:
+            applied["story"] = story_after
+            hosted.snapshot_due = True
+        if len(hosted.fired_hooks) > hooks_before:
+            applied["hooks"] = hosted.fired_hooks[hooks_before:]
         return [applied, *outgoing]
+
+    def prompt(self, hosted: HostedSession, given: Message) -> tuple[list[dict[str, Any]], list[Message]]:
+        """A typed prompt: world events when it asks for a change of the world, else the narrator's turn."""
+        text = given["text"]
+        events = self.world_prompts.events(text) if self.world_prompts is not None else events_from_prompt(text)
+        if events:
+            return events, [{"type": "session.narration", "session": hosted.id, "text": "The world changes."}]
+        outgoing = self.hooks_fired_by_text(hosted, given)
+        if not outgoing and hosted.active_hook is not None:
+            self.jobs.append(Job("hook", hosted.id, hosted.setting, {"hook": hosted.active_hook, "text": text}))
+        elif not outgoing:
+            self.jobs.append(Job("narrate", hosted.id, hosted.setting, {"text": text}))
+        return [], outgoing
+
+    def speech(self, hosted: HostedSession, given: Message, sequence: int) -> list[Message]:
+        """Words to a character: the reply is a job; a hook the words fire is presented at once."""
+        setting = hosted.setting
+        if setting is None or given["character"] not in setting.cast:
+            raise ValueError(f"there is no character called {given['character']!r} here")
+        state = hosted.story_state
+        self.jobs.append(
+            Job("reply", hosted.id, setting, {
+                "character": setting.cast[given["character"]], "text": given["text"], "sequence": sequence,
+                "speaker": given.get("participant"),
+                "history": list(hosted.conversations.get(given["character"], [])),
+                "beat": state.beat if state else None, "flags": list(state.flags) if state else [],
+                "revealed_clues": list(state.revealed_clues) if state else [],
+            })
+        )  # fmt: skip
+        return self.hooks_fired_by_text(hosted, given)
+
+    def hooks_fired_by_text(self, hosted: HostedSession, given: Message) -> list[Message]:
+        """Fire the first unfired keyword or intent hook the text meets; its response is this very text."""
+        setting = hosted.setting
+        if setting is None:
+            return []
+        candidates = [hook for hook in setting.hooks if hook.name not in hosted.fired_hooks]
+        if not any(hook.trigger in ("keywords", "intent") for hook in candidates):
+            return []
+        similarity = self.intent_similarities(setting, given["text"])
+        for hook in candidates:
+            if hook.fired_by_text(given["text"], similarity.get(hook.name)):
+                outgoing = self.hook_fire(hosted, hook.name)
+                self.jobs.append(Job("hook", hosted.id, setting, {"hook": hook.name, "text": given["text"]}))
+                return outgoing
+        return []
+
+    def intent_similarities(self, setting: Setting, text: str) -> dict[str, float]:
+        """Each intent hook's cosine to `text` (empty without an embedder)."""
+        if self.embedder is None or setting.intent_embeddings is None:
+            return {}
+        query = self.embedder.embed([text])[0]  # (D,)
+        cosines = setting.intent_embeddings @ query  # (H,)
+        return {hook.name: float(cosine) for hook, cosine in zip(setting.intent_hooks, cosines, strict=True)}
+
+    def setting_for(self, narrative: dict[str, Any]) -> Setting:
+        setting = Setting.from_message(narrative)
+        if self.embedder is not None and setting.intent_hooks:
+            setting.intent_embeddings = self.embedder.embed(
+                [str(hook.value.get("intent", "")) for hook in setting.intent_hooks]
+            )  # (H, D)
+        return setting
+
+    def hook_fire(self, hosted: HostedSession, name: str) -> list[Message]:
+        """The hook waits for the player's response; the world presents it."""
+        hook = hosted.setting.hook(name) if hosted.setting else None
+        if hook is None or name in hosted.fired_hooks:
+            return []
+        hosted.fired_hooks.append(name)
+        hosted.active_hook = name
+        if not hook.presentation:
+            return []
+        return [{"type": "session.narration", "session": hosted.id, "text": hook.presentation}]
+
+    def hooks_fired_by_story(self, hosted: HostedSession) -> list[Message]:
+        """Fire the hooks that the story's beat or flags now meet."""
+        if hosted.setting is None or hosted.story_state is None:
+            return []
+        state = hosted.story_state
+        fired: list[HookRule] = [
+            *hosted.setting.hooks_fired_by_beat(state.beat),
+            *hosted.setting.hooks_fired_by_flags(state.flags),
+        ]
+        outgoing: list[Message] = []
+        for hook in fired:
+            outgoing += self.hook_fire(hosted, hook.name)
+        return outgoing
+
+    def beat_entered(self, hosted: HostedSession) -> list[Message]:
+        """The story reached a beat: show its scene, have its choices written, fire the hooks waiting there."""
+        assert hosted.story is not None and hosted.story_state is not None
+        self.offer_request(hosted)
+        return self.story_messages(hosted) + self.hooks_fired_by_story(hosted)
+
+    def offer_request(self, hosted: HostedSession) -> None:
+        assert hosted.story is not None and hosted.story_state is not None
+        state = hosted.story_state
+        if state.ended or state.offered is not None:
+            return
+        self.jobs.append(
+            Job("offer", hosted.id, hosted.setting, {
+                "beat": state.beat, "scene": hosted.story.scene(state), "guidance": hosted.story.guidance(state),
+                "authored": hosted.story.authored(state),
+                # Repeatable per visit: the same beat reached again gets its choices written afresh.
+                "seed": hash_seed(hosted.id, state.beat, hosted.tick),
+            })
+        )  # fmt: skip
+
+    def offer(self, hosted: HostedSession, given: Message) -> list[Message]:
+        """The choices written for a beat (logged, so a replay offers the same); stale when the story moved on."""
+        state = hosted.story_state
+        if hosted.story is None or state is None or state.beat != given["beat"] or state.offered is not None:
+            return []
+        state.offered = [{"text": str(choice["text"]), "to": str(choice["to"])} for choice in given["choices"]]
+        return [self.choices_message(hosted)]
+
+    def hook_outcome(self, hosted: HostedSession, given: Message) -> tuple[list[dict[str, Any]], list[Message]]:
+        """Apply the branch a response was classified into (or the fallback's narration) to the session."""
+        hosted.active_hook = None
+        effects = given.get("effects") or {}
+        outgoing: list[Message] = []
+        narration = effects.get("narration") or given.get("narration")
+        if narration:
+            outgoing.append({"type": "session.narration", "session": hosted.id, "text": str(narration)})
+        state = hosted.story_state
+        if state is not None:
+            state.flags += [flag for flag in effects.get("set_flags", []) if flag not in state.flags]
+            revealed = effects.get("reveal_clues", [])
+            state.revealed_clues += [clue for clue in revealed if clue not in state.revealed_clues]
+            if effects.get("move_to_beat") and hosted.story is not None:
+                hosted.story_state = hosted.story.move(state, effects["move_to_beat"])
+                outgoing += self.beat_entered(hosted)
+            else:
+                outgoing += self.hooks_fired_by_story(hosted)
+        return list(effects.get("world_events", [])), outgoing
 
     @staticmethod
     def change_keys(hosted: HostedSession, given: Message) -> None:
@@ -225,17 +430,32 @@ class SessionHost:
         hosted.story_state = hosted.story.choose(hosted.story_state, chosen)
         hosted.snapshot_due = True
         announced = {"type": "session.narration", "session": hosted.id, "text": f"The vote chose: {options[chosen]}"}
-        return [announced, *self.story_messages(hosted)]
+        return [announced, *self.beat_entered(hosted)]
 
     def story_messages(self, hosted: HostedSession) -> list[Message]:
+        """Where the story stands: the beat's scene, and its choices once they are written."""
+        assert hosted.story is not None and hosted.story_state is not None
+        messages: list[Message] = [
+            {"type": "session.narration", "session": hosted.id, "text": hosted.story.scene(hosted.story_state)}
+        ]
+        if hosted.story_state.offered is not None or hosted.story_state.ended:
+            messages.append(self.choices_message(hosted))
+        return messages
+
+    def choices_message(self, hosted: HostedSession) -> Message:
         assert hosted.story is not None and hosted.story_state is not None
         state = hosted.story_state
-        messages: list[Message] = [
-            {"type": "session.narration", "session": hosted.id, "text": hosted.story.scene(state)},
-            {"type": "session.choices", "session": hosted.id, "beat": state.beat,
-             "choices": hosted.story.choices(state), "ended": state.ended},
-        ]  # fmt: skip
-        return messages
+        return {"type": "session.choices", "session": hosted.id, "beat": state.beat,
+                "choices": hosted.story.choices(state), "ended": state.ended}  # fmt: skip
+
+    def conversation_record(self, session_id: str, character: str, said: str, reply: str) -> None:
+        """Keep a finished exchange for the next prompts (run on the engine thread, like every state change)."""
+        hosted = self.sessions.get(session_id)
+        if hosted is None:
+            return
+        turns = hosted.conversations.setdefault(character, [])
+        turns += [{"role": "user", "content": said}, {"role": "assistant", "content": reply}]
+        del turns[:-CONVERSATION_MESSAGES_KEPT]
 
     def tick(self) -> tuple[list[tuple[Frame, int]], list[Message]]:
         """Step every running session once (one batch per engine).
@@ -257,21 +477,35 @@ class SessionHost:
     def step_sessions(self, hosted_sessions: list[HostedSession]) -> list[Frame]:
         by_engine: dict[int, list[HostedSession]] = defaultdict(list)
         for hosted in hosted_sessions:
-            by_engine[id(hosted.engine)].append(hosted)
+            if hosted.engine is not None:
+                by_engine[id(hosted.engine)].append(hosted)
         frames = []
         for group in by_engine.values():
             batch = [
                 StepRequest(hosted.engine_session, int(action_from_keys(hosted.held_keys)), hosted.pending_events)
                 for hosted in group
             ]
-            stepped = group[0].engine.step(batch)
-            for hosted, frame in zip(group, stepped, strict=True):
+            engine = group[0].engine
+            assert engine is not None
+            for hosted, frame in zip(group, engine.step(batch), strict=True):
                 hosted.pending_events = []
                 hosted.tick = frame.number
-                frames.append(Frame(hosted.id, frame.number, frame.jpeg))
+                frames.append(Frame(hosted.id, frame.number, frame.jpeg, frame.position))
                 if hosted.vote_closes_at is not None and hosted.tick >= hosted.vote_closes_at:
                     hosted.outbox += self.vote_close(hosted)
+                hosted.outbox += self.hooks_fired_at(hosted, frame.position)
         return frames
+
+    def hooks_fired_at(self, hosted: HostedSession, position: tuple[float, float]) -> list[Message]:
+        """Fire the area hooks whose circle the player has walked into (deterministic, so replays agree)."""
+        if hosted.setting is None:
+            return []
+        outgoing: list[Message] = []
+        for hook in hosted.setting.hooks:
+            if hook.name not in hosted.fired_hooks and hook.fired_at(position):
+                outgoing += self.hook_fire(hosted, hook.name)
+                hosted.snapshot_due = True
+        return outgoing
 
     def refresh(self, session_id: str) -> list[Message]:
         """What a browser arriving at a running session needs to see at once: where the story stands."""
@@ -287,11 +521,19 @@ class SessionHost:
             "session": session_id,
             "tick": hosted.tick,
             "sequence": hosted.applied_sequence,
-            "engine_state": base64.b64encode(hosted.engine.snapshot(hosted.engine_session)).decode(),
+            "engine_state": base64.b64encode(
+                hosted.engine.snapshot(hosted.engine_session) if hosted.engine is not None else b""
+            ).decode(),
             "narrative": hosted.narrative(),
         }
 
     def close(self, session_id: str) -> None:
         hosted = self.sessions.pop(session_id, None)
-        if hosted is not None:
+        if hosted is not None and hosted.engine is not None:
             hosted.engine.close(hosted.engine_session)
+        self.jobs = [job for job in self.jobs if job.session != session_id]
+
+
+def hash_seed(*parts: Any) -> int:
+    """A seed that is the same in every process for the same parts (Python's own hash of a str is not)."""
+    return zlib.crc32("|".join(map(str, parts)).encode())

@@ -1,8 +1,9 @@
-"""Where a player is in a story: the beat, the flags set, the clues revealed; and moving along the beat graph.
+"""Where a player is in a story: the beat, the flags set, the clues revealed, the choices on offer; and moving
+along the beat graph.
 
-The story is the published version's document (worlds.documents): beats with scenes and authored choices.
-Choosing follows an authored choice (the narrative engine adds generated choices on top; when it cannot,
-these are what the player gets).
+The story is the published version's document (worlds.documents): beats with scenes, guidance and authored
+choices. The choices on offer at a beat are the ones the narrative engine wrote for it (each leading where
+one of the authored choices leads) or, when it could not write a good pair, the authored ones.
 """
 
 from __future__ import annotations
@@ -17,14 +18,21 @@ class StoryState:
     flags: list[str] = field(default_factory=list)
     revealed_clues: list[str] = field(default_factory=list)
     ended: bool = False
+    # The choices on offer: [{"text", "to"}]; None until the beat's choices are written.
+    offered: list[dict[str, str]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"beat": self.beat, "flags": self.flags, "revealed_clues": self.revealed_clues, "ended": self.ended}
+        # Copies: a state changed later must not change what was reported of it.
+        offered = [dict(choice) for choice in self.offered] if self.offered is not None else None
+        return {"beat": self.beat, "flags": list(self.flags), "revealed_clues": list(self.revealed_clues),
+                "ended": self.ended, "offered": offered}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StoryState:
+        offered = data.get("offered")
         return cls(beat=data["beat"], flags=list(data.get("flags", [])),
-                   revealed_clues=list(data.get("revealed_clues", [])), ended=bool(data.get("ended")))  # fmt: skip
+                   revealed_clues=list(data.get("revealed_clues", [])), ended=bool(data.get("ended")),
+                   offered=[dict(choice) for choice in offered] if offered is not None else None)  # fmt: skip
 
 
 class StoryGraph:
@@ -40,17 +48,30 @@ class StoryGraph:
     def begin(self) -> StoryState:
         return StoryState(beat=self.start, ended=not self.beats[self.start].get("choices"))
 
+    def authored(self, state: StoryState) -> list[dict[str, str]]:
+        return [{"text": choice["text"], "to": choice["to"]} for choice in self.beats[state.beat].get("choices", [])]
+
     def choices(self, state: StoryState) -> list[str]:
-        return [choice["text"] for choice in self.beats[state.beat].get("choices", [])]
+        """The texts on offer at the state's beat (none until they are written)."""
+        return [choice["text"] for choice in state.offered or []]
 
     def scene(self, state: StoryState) -> str:
         return self.beats[state.beat].get("scene", "")
 
+    def guidance(self, state: StoryState) -> str:
+        beat = self.beats[state.beat]
+        return " ".join(part for part in (beat.get("goal", ""), beat.get("choice_guidance", "")) if part).strip()
+
     def choose(self, state: StoryState, index: int) -> StoryState:
-        """The state after taking choice `index` of the current beat; ValueError when there is no such choice."""
-        options = self.beats[state.beat].get("choices", [])
+        """The state after taking offered choice `index`; ValueError when there is no such choice."""
+        options = state.offered or []
         if state.ended or not 0 <= index < len(options):
             raise ValueError(f"beat {state.beat!r} has no choice {index}")
-        target = options[index]["to"]
+        return self.move(state, options[index]["to"])
+
+    def move(self, state: StoryState, target: str) -> StoryState:
+        """The state at beat `target` (a choice taken, or a hook's branch moving the story on)."""
+        if target not in self.beats:
+            raise ValueError(f"the story has no beat {target!r}")
         return StoryState(beat=target, flags=list(state.flags), revealed_clues=list(state.revealed_clues),
                           ended=not self.beats[target].get("choices"))  # fmt: skip

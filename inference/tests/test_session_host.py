@@ -98,15 +98,38 @@ def test_prompts_map_onto_the_events_vocabulary() -> None:
     assert events_from_prompt("tell me a joke") == []
 
 
+def offer_written(session_host: SessionHost, sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """What the narrator does without a model: propose the beat's authored choices; returns the input and what
+    the host answered to it (the platform logs the proposal and sends it back as the next input)."""
+    (job,) = [job for job in session_host.take_jobs() if job.kind == "offer"]
+    offer = {"type": "offer", "beat": job.data["beat"], "choices": job.data["authored"], "source": "authored"}
+    return offer, session_host.input(job.session, sequence, offer)
+
+
 def test_a_choice_moves_the_story_and_sends_the_next_scene() -> None:
     session_host = host()
     opened = session_host.open(open_message("s", story=STORY))
-    assert opened[-1]["choices"] == ["Left", "Right"]
-    messages = session_host.input("s", 1, {"type": "choice", "index": 0})
+    assert opened[-1] == {"type": "session.narration", "session": "s", "text": "A hall with two doors."}
+    _, offered = offer_written(session_host, 1)
+    assert offered[-1]["choices"] == ["Left", "Right"]
+    assert offered[0]["story"]["offered"] == [{"text": "Left", "to": "left"}, {"text": "Right", "to": "right"}]
+    messages = session_host.input("s", 2, {"type": "choice", "index": 0})
     assert messages[0]["story"]["beat"] == "left"
     assert {"type": "session.choices", "session": "s", "beat": "left", "choices": [], "ended": True} in messages
-    bad = session_host.input("s", 2, {"type": "choice", "index": 5})
+    bad = session_host.input("s", 3, {"type": "choice", "index": 5})
     assert bad[-1]["type"] == "session.error"
+
+
+def test_an_offer_for_a_beat_the_story_has_left_changes_nothing() -> None:
+    session_host = host()
+    session_host.open(open_message("s", story=STORY))
+    offer_written(session_host, 1)
+    session_host.input("s", 2, {"type": "choice", "index": 1})
+    stale = {"type": "offer", "beat": "hall", "choices": [{"text": "Back", "to": "hall"}], "source": "generated"}
+    assert session_host.input("s", 3, stale) == [
+        {"type": "session.applied", "session": "s", "sequence": 3, "tick": 1, "events": []}
+    ]
+    assert session_host.sessions["s"].story_state.beat == "right"
 
 
 def test_a_paused_session_does_not_step() -> None:
@@ -143,9 +166,10 @@ def test_a_live_participant_walks_an_avatar_and_a_replay_restores_it() -> None:
 def test_in_a_live_world_the_majority_vote_moves_the_story_when_the_vote_closes() -> None:
     session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
     session_host.open(open_message("s", story=STORY, live=True))
-    logged = []
-    votes = [({"type": "choice", "index": 0}, 1), ({"type": "choice", "index": 1, "participant": "ana"}, 2),
-             ({"type": "choice", "index": 1, "participant": "bo"}, 3)]  # fmt: skip
+    offer, offered = offer_written(session_host, 1)
+    logged = [{"sequence": 1, "input": offer, "tick": offered[0]["tick"], "events": [], "story": offered[0]["story"]}]
+    votes = [({"type": "choice", "index": 0}, 2), ({"type": "choice", "index": 1, "participant": "ana"}, 3),
+             ({"type": "choice", "index": 1, "participant": "bo"}, 4)]  # fmt: skip
     for given, sequence in votes:
         messages = session_host.input("s", sequence, given)
         logged.append({"sequence": sequence, "input": given, "tick": messages[0]["tick"], "events": []})

@@ -227,6 +227,8 @@ WORKER_HEARTBEAT_SECONDS = env.int("WORKER_HEARTBEAT_SECONDS", default=5)
 WORKER_STALE_AFTER_SECONDS = WORKER_HEARTBEAT_SECONDS * 3
 # How long a session nobody watches keeps its worker slot: long enough to ride out a reload or a blip.
 PLAY_PARK_AFTER_SECONDS = env.float("PLAY_PARK_AFTER_SECONDS", default=30.0)
+# The in-process worker's language model (see inference.worker.WorkerConfig.language_model).
+WORKER_LANGUAGE_MODEL = env.str("WORLDLOOM_LANGUAGE_MODEL", default="local")
 
 LOGGING = {
     "version": 1,

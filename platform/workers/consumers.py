@@ -6,16 +6,48 @@ import base64
 import binascii
 from typing import Any
 
+import numpy as np
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.cache import cache
 
 from inference import protocol
+from inference.language.embedding import EMBEDDING_DIMENSIONS
+from moderation.services import generated_output_blocked_record
 from stories import services as play
-from stories.selectors import last_frame_key
+from stories.models import PlaySession
+from stories.selectors import character_recall, last_frame_key
 from workers import services
 from workers.models import WorkerNode
+
+
+def embedding_decoded(text: Any) -> np.ndarray:
+    """A base64 little-endian float32 embedding as an array (384,), or ProtocolError."""
+    try:
+        vector = np.frombuffer(base64.b64decode(str(text), validate=True), dtype="<f4")
+    except (binascii.Error, ValueError):
+        raise protocol.ProtocolError("an embedding must be base64 float32") from None
+    if vector.shape != (EMBEDDING_DIMENSIONS,):
+        raise protocol.ProtocolError(f"an embedding has {EMBEDDING_DIMENSIONS} values, not {vector.size}")
+    return vector.astype(np.float32)
+
+
+def recall_for(session_id: str, message: dict[str, Any], query: np.ndarray) -> dict[str, Any]:
+    session = PlaySession.objects.select_related("version__world", "owner").get(pk=session_id)
+    recent = [str(line) for line in message.get("recent", [])][-8:]
+    return character_recall(
+        session=session, character_id=message.get("character"), speaker=message.get("speaker"), query=query,
+        recent=recent,
+    )  # fmt: skip
+
+
+def blocked_record(session_id: str, message: dict[str, Any]) -> None:
+    world_id = PlaySession.objects.filter(pk=session_id).values_list("version__world_id", flat=True).get()
+    generated_output_blocked_record(
+        session_id=session_id, world_id=world_id, character=str(message.get("character", "")),
+        text=str(message.get("text", "")), terms=[str(term) for term in message.get("terms", [])],
+    )  # fmt: skip
 
 
 def bearer_token(scope: dict[str, Any]) -> str:
@@ -96,10 +128,13 @@ class WorkerConsumer(AsyncWebsocketConsumer):
         session = protocol.parse_session_message(message)
         self.check_assigned(session)
         kind = message["type"]
-        if kind == "session.applied":
+        if kind in self.narrative_handlers:
+            await self.narrative_handlers[kind](self, session, message)
+        elif kind == "session.applied":
             await database_sync_to_async(play.session_input_applied)(
                 session_id=session, sequence=int(message["sequence"]), tick=int(message["tick"]),
                 events=list(message.get("events", [])), story=message.get("story"),
+                hooks=[str(name) for name in message.get("hooks", [])],
             )  # fmt: skip
         elif kind == "session.snapshot":
             try:
@@ -118,6 +153,56 @@ class WorkerConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_send(
                 play.session_group(session), {"type": "session.message", "message": relayed}
             )
+
+    async def session_recall(self, session: str, message: dict[str, Any]) -> None:
+        query = embedding_decoded(message.get("query"))
+        recalled = await database_sync_to_async(recall_for)(session, message, query)
+        await self.send_message({"type": "session.recalled", "session": session, "request": message.get("request"),
+                                 **recalled})  # fmt: skip
+
+    async def session_exchange(self, session: str, message: dict[str, Any]) -> None:
+        try:
+            memories = [
+                (str(memory["text"]), float(memory["importance"]), embedding_decoded(memory["embedding"]))
+                for memory in message.get("memories", [])
+            ]
+            sequence = int(message["sequence"])
+        except (KeyError, TypeError, ValueError):
+            raise protocol.ProtocolError(
+                "an exchange needs its sequence and memories as text, importance, embedding"
+            ) from None
+        await database_sync_to_async(play.session_exchange_record)(
+            session_id=session, sequence=sequence, character_id=message.get("character"),
+            speaker=message.get("speaker"), said=str(message.get("said", "")), reply=str(message.get("reply", "")),
+            memories=memories,
+        )  # fmt: skip
+
+    async def session_propose(self, session: str, message: dict[str, Any]) -> None:
+        payload = message.get("input")
+        if not isinstance(payload, dict):
+            raise protocol.ProtocolError("a proposal needs its 'input'")
+        try:
+            await database_sync_to_async(play.session_proposal_append)(session_id=session, payload=payload)
+        except ValueError as error:
+            raise protocol.ProtocolError(str(error)) from None
+
+    async def session_blocked(self, session: str, message: dict[str, Any]) -> None:
+        await database_sync_to_async(blocked_record)(session, message)
+
+    async def session_debug_prompt(self, session: str, message: dict[str, Any]) -> None:
+        relayed = {"type": "debug_prompt", "character": message.get("character"),
+                   "sections": message.get("sections", {}), "messages": message.get("messages", [])}  # fmt: skip
+        await self.channel_layer.group_send(
+            play.session_group(session), {"type": "session.creator_message", "message": relayed}
+        )
+
+    narrative_handlers = {
+        "session.recall": session_recall,
+        "session.exchange": session_exchange,
+        "session.propose": session_propose,
+        "session.blocked": session_blocked,
+        "session.debug_prompt": session_debug_prompt,
+    }
 
     def check_assigned(self, session: str) -> None:
         if session not in self.assigned:

@@ -47,7 +47,10 @@ class Command(BaseCommand):
             # A fresh token each start: the in-process worker is the only holder, and it never leaves memory.
             _, token = worker_issue_token(name=f"in-process-{socket.gethostname()}"[:100])
             background_worker = BackgroundWorker(
-                WorkerConfig(url=f"ws://{host}:{port}/ws/workers/", token=token, slots=worker_slots)
+                WorkerConfig(
+                    url=f"ws://{host}:{port}/ws/workers/", token=token, slots=worker_slots,
+                    language_model=settings.WORKER_LANGUAGE_MODEL,
+                )  # fmt: skip
             )
 
         def on_ready() -> None:

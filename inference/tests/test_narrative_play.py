@@ -1,0 +1,248 @@
+"""The narrative engine in play: hooks fire and branch, characters reply through the safety filter, choices
+are offered, and what the model decided replays without asking it again."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from inference.engine import RaycastEngine
+from inference.language.embedding import HashedWordsEmbedder
+from inference.language.local import LocalLanguageModel, LocalModelConfig
+from inference.language.tiny import write_tiny_model
+from inference.play.host import CONVERSATION, Job, SessionHost
+from inference.play.narrator import Narrator
+
+SPEC = {"seed": 11, "size": 12}
+STORY = {
+    "title": "The docks",
+    "start_beat": "pier",
+    "beats": [
+        {"name": "pier", "scene": "Fog on the pier.", "goal": "Find the ship.",
+         "choices": [{"text": "Board the ship", "to": "ship"}, {"text": "Ask the guard", "to": "guard"}]},
+        {"name": "ship", "scene": "The deck creaks.", "choices": []},
+        {"name": "guard", "scene": "The guard frowns.", "choices": []},
+    ],
+}  # fmt: skip
+GUARD_HOOK = {
+    "name": "the-guard",
+    "trigger": "keywords",
+    "trigger_value": {"keywords": ["guard"]},
+    "presentation": "A guard blocks the gangway.",
+    "fallback_enabled": False,
+    "branches": [
+        {"name": "bribe", "intent": "pay the guard money", "examples": ["give him coins", "bribe the guard with gold"],
+         "effects": {"set_flags": ["bribed"], "world_events": [{"kind": "night"}], "move_to_beat": "ship",
+                     "narration": "He pockets the coins."}},
+        {"name": "fight", "intent": "attack the guard", "examples": ["punch him", "hit the guard with a stick"],
+         "effects": {"set_flags": ["fought"]}},
+    ],
+}  # fmt: skip
+AREA_HOOK = {"name": "the-well", "trigger": "area", "trigger_value": {"x": 0, "y": 0, "radius": 100},
+             "presentation": "An old well.", "branches": []}  # fmt: skip
+EVE = {"key": "character-0", "id": 7, "name": "Eve", "persona": "Eve keeps the harbour ledger.",
+       "greeting": "Welcome to the docks.", "memory_scope": "player",
+       "clues": [{"name": "ledger", "text": "The ledger names the Gull.", "condition": "keyword",
+                  "condition_value": "ledger"}]}  # fmt: skip
+
+
+def narrative(**extra: Any) -> dict[str, Any]:
+    return {"title": "Docks", "description": "A foggy harbour.", "content_rating": "everyone",
+            "characters": [EVE], "hooks": [GUARD_HOOK], "safety": {"blocked": ["kill yourself"]}} | extra  # fmt: skip
+
+
+def host() -> SessionHost:
+    return SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=HashedWordsEmbedder())
+
+
+def open_message(session: str = "s", **extra: Any) -> dict[str, Any]:
+    return {"type": "session.open", "session": session, "engine": "raycaster", "spec": SPEC,
+            "narrative": narrative()} | extra  # fmt: skip
+
+
+class RecordingLink:
+    """The platform's side of a narrator, in memory: messages kept, recall answered from a fixed list."""
+
+    def __init__(self, memories: list[str] | None = None) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.memories = memories or []
+        self.recorded: list[tuple[str, str, str, str]] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        vector = np.frombuffer(base64.b64decode(request["query"]), dtype="<f4")
+        assert vector.shape == (384,)
+        return {"turn": 3, "memories": self.memories, "lore": ["The harbour closes at dusk."]}
+
+    def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
+        self.recorded.append((session, character, said, reply))
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [message for message in self.sent if message["type"] == kind]
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> LocalLanguageModel:
+    return LocalLanguageModel(LocalModelConfig(model_dir=write_tiny_model(tmp_path_factory.mktemp("tiny"))))
+
+
+def run_jobs(session_host: SessionHost, narrator: Narrator, link: RecordingLink) -> list[Job]:
+    jobs = session_host.take_jobs()
+    for job in jobs:
+        narrator.run(job, link)
+    return jobs
+
+
+def test_a_keyword_fires_a_hook_and_the_branch_the_response_means_is_proposed_and_applied() -> None:
+    session_host = host()
+    session_host.open(open_message(story=STORY))
+    session_host.take_jobs()
+    fired = session_host.input("s", 1, {"type": "prompt", "text": "I bribe the guard with gold coins"})
+    assert fired[0]["hooks"] == ["the-guard"]
+    assert {"type": "session.narration", "session": "s", "text": "A guard blocks the gangway."} in fired
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), None), link)
+    (proposal,) = link.of_type("session.propose")
+    assert proposal["input"]["branch"] == "bribe"
+    applied = session_host.input("s", 2, proposal["input"])
+    assert applied[0]["events"] == [{"kind": "night"}]
+    assert applied[0]["story"]["beat"] == "ship" and applied[0]["story"]["flags"] == ["bribed"]
+    assert {"type": "session.narration", "session": "s", "text": "He pockets the coins."} in applied
+    assert session_host.sessions["s"].active_hook is None
+
+
+def test_a_replay_restores_fired_hooks_and_branch_effects_without_the_model() -> None:
+    live = host()
+    live.open(open_message(story=STORY))
+    live.take_jobs()
+    logged = []
+    for sequence, given in enumerate(
+        [{"type": "prompt", "text": "the guard"}, {"type": "hook_outcome", "hook": "the-guard", "branch": "fight",
+                                                    "effects": GUARD_HOOK["branches"][1]["effects"]}], start=1
+    ):  # fmt: skip
+        applied = live.input("s", sequence, given)[0]
+        logged.append({"sequence": sequence, "input": given, "tick": applied["tick"], "events": applied["events"],
+                       "story": applied.get("story"), "hooks": applied.get("hooks", [])})  # fmt: skip
+        live.tick()
+    reopened = host()
+    reopened.open(open_message(story=STORY, replay=logged, target_tick=live.sessions["s"].tick))
+    assert reopened.sessions["s"].narrative() == live.sessions["s"].narrative()
+    assert reopened.sessions["s"].story_state.flags == ["fought"]
+    assert [job.kind for job in reopened.take_jobs()] == ["offer"]  # choices still unwritten; nothing else redone
+
+
+def test_walking_into_an_area_fires_its_hook_once() -> None:
+    session_host = host()
+    hooks = [{**AREA_HOOK, "trigger_value": {"x": 6, "y": 6, "radius": 50}}]
+    session_host.open(open_message(narrative=narrative(hooks=hooks)))
+    _, due = session_host.tick()
+    assert {"type": "session.narration", "session": "s", "text": "An old well."} in due
+    _, due = session_host.tick()
+    assert not [message for message in due if message["type"] == "session.narration"]
+    assert session_host.sessions["s"].fired_hooks == ["the-well"]
+
+
+def test_speech_to_a_character_that_is_not_there_is_an_error() -> None:
+    session_host = host()
+    session_host.open(open_message())
+    messages = session_host.input("s", 1, {"type": "speech", "character": "Bob", "text": "hi"})
+    assert messages[-1] == {"type": "session.error", "session": "s", "sequence": 1,
+                            "error": "there is no character called 'Bob' here"}  # fmt: skip
+
+
+def test_a_character_replies_in_streamed_sentences_and_sends_back_what_the_player_told_it(
+    tiny_model: LocalLanguageModel,
+) -> None:
+    session_host = host()
+    session_host.open(open_message())
+    said = "I found a silver key. What is in the ledger?"
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": said})
+    link = RecordingLink(memories=["I lost my sister Mara."])
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: tiny_model), link)
+    (debug,) = link.of_type("session.debug_prompt")
+    assert debug["sections"]["lore"] == "- The harbour closes at dusk."
+    assert "I lost my sister Mara." in debug["sections"]["memories"]
+    assert debug["sections"]["clues"].endswith("- The ledger names the Gull.")  # the keyword was said
+    lines = link.of_type("session.character_line")
+    assert lines[-1]["final"] is True and all(line["character"] == "Eve" for line in lines)
+    assert "".join(line["text"] for line in lines[:-1]).strip()
+    (exchange,) = link.of_type("session.exchange")
+    assert exchange["character"] == 7 and exchange["sequence"] == 1
+    assert [memory["text"] for memory in exchange["memories"]] == ["I found a silver key."]
+    assert link.recorded == [("s", "Eve", said, exchange["reply"])]
+    session_host.conversation_record(*link.recorded[0])
+    assert session_host.sessions["s"].conversations["Eve"][0]["content"].startswith("I found")
+
+
+def test_refused_text_is_never_streamed_and_is_reported(tiny_model: LocalLanguageModel) -> None:
+    class Scripted:
+        """A model that says one refused sentence, whatever it is asked."""
+
+        def stream(self, messages: list[Any], settings: Any) -> Any:
+            return iter(["Fine. ", "You should kill yourself. ", "Bye."])
+
+    session_host = host()
+    session_host.open(open_message())
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello there"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), Scripted), link)
+    shown = [line["text"] for line in link.of_type("session.character_line") if line["text"]]
+    assert shown == ["Fine."]
+    assert link.of_type("session.blocked")[0]["terms"] == ["kill yourself"]
+
+
+def test_a_conversation_needs_no_world_engine_and_keeps_its_talk_in_snapshots() -> None:
+    session_host = host()
+    session_host.open(open_message(engine=CONVERSATION, spec={}))
+    frames, due = session_host.tick()
+    assert frames == [] and due[0]["type"] == "session.snapshot" and due[0]["engine_state"] == ""
+    session_host.conversation_record("s", "Eve", "hello", "Welcome.")
+    snapshot = session_host.snapshot("s")
+    reopened = host()
+    reopened.open(open_message(engine=CONVERSATION, spec={}, snapshot=snapshot))
+    assert reopened.sessions["s"].conversations == {"Eve": [{"role": "user", "content": "hello"},
+                                                            {"role": "assistant", "content": "Welcome."}]}  # fmt: skip
+
+
+def test_without_a_good_generated_pair_the_beat_offers_its_authored_choices(tiny_model: LocalLanguageModel) -> None:
+    session_host = host()
+    session_host.open(open_message(story=STORY))
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: tiny_model), link)
+    (proposal,) = link.of_type("session.propose")
+    assert proposal["input"]["source"] == "authored"
+    assert proposal["input"]["choices"] == STORY["beats"][0]["choices"]
+
+
+def test_generated_choices_lead_where_the_authored_choices_most_like_them_lead() -> None:
+    narrator = Narrator(HashedWordsEmbedder(), None)
+    authored = STORY["beats"][0]["choices"]
+
+    def led(texts: list[str]) -> list[str]:
+        return [choice["to"] for choice in narrator.leading_where_authored(texts, authored)]
+
+    assert led(["ask the old guard about it", "board the ship quietly"]) == ["guard", "ship"]
+    assert led(["board the ship at once", "ask the guard politely"]) == ["ship", "guard"]
+
+
+def test_a_worker_without_a_model_says_so_when_a_character_is_addressed() -> None:
+    session_host = host()
+    session_host.open(open_message())
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), None), link)
+    assert link.of_type("session.error")[0]["error"] == "Eve cannot talk here: this worker runs no language model"
+
+
+def test_a_tiny_model_directory_is_a_valid_worker_language_model(tmp_path: Path) -> None:
+    from inference.worker import language_model_loader
+
+    assert language_model_loader("none", "cpu") is None
+    load = language_model_loader(str(write_tiny_model(tmp_path / "tiny")), "cpu")
+    assert load is not None and hasattr(load(), "stream")
