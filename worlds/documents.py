@@ -19,13 +19,16 @@ DOCUMENT_VERSION = 1
 
 # Fields that identify a row or tie it to its place in this database rather than describe the content.
 IDENTITY_FIELDS = {"id", "owner", "created_at", "updated_at", "slug", "remixed_from"}
+# What players did, counted for the creator: a remix, an import or a new version starts from nothing.
+STATISTICS_FIELDS = {"times_chosen", "times_fallen_back"}
+NOT_CONTENT_FIELDS = IDENTITY_FIELDS | STATISTICS_FIELDS
 
 
 def content_fields(instance: models.Model) -> dict[str, Any]:
     """The instance's own values: concrete, non-relational fields, images as their storage names."""
     values: dict[str, Any] = {}
     for field in instance._meta.concrete_fields:
-        if field.name in IDENTITY_FIELDS or field.is_relation:
+        if field.name in NOT_CONTENT_FIELDS or field.is_relation:
             continue
         value = getattr(instance, field.attname)
         values[field.name] = value.name if isinstance(field, models.FileField) else value

@@ -241,6 +241,8 @@ class Hook(models.Model):
     presentation = bounded_text(max_length=5000)  # what the world shows or says when the hook fires
     fallback_enabled = models.BooleanField(default=True)
     fallback_guidance = bounded_text(blank=True, max_length=2000)
+    # Play statistics for the creator, not content: worlds.documents leaves them out of documents and exports.
+    times_fallen_back = models.PositiveIntegerField(default=0, editable=False)  # no branch fit the player's input
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["world", "name"], name="hook_name_unique_per_world")]
@@ -263,6 +265,7 @@ class HookBranch(models.Model):
     #  "narration": "..."}; checked by worlds.validation.
     effects = models.JSONField(default=dict, blank=True)
     order = models.PositiveSmallIntegerField(default=0)
+    times_chosen = models.PositiveIntegerField(default=0, editable=False)  # a play statistic, like the hook's
 
     class Meta:
         ordering = ["order", "id"]

@@ -6,13 +6,14 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
+from django.db.models import F
 from django.utils.text import slugify
 
 from accounts.models import User
 from moderation.services import submission_open
 from stories.models import Beat, Story
 from worlds import validation
-from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, IDENTITY_FIELDS, world_document
+from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, NOT_CONTENT_FIELDS, world_document
 from worlds.models import (
     Character,
     Clue,
@@ -200,7 +201,7 @@ def referenced(known: dict[str, Any], key: Any, where: str) -> Any:
 
 def saved(model: type[models.Model], values: dict[str, Any], where: str, **relations: Any) -> Any:
     """Build, validate and save a `model` row from a document's values; errors name where it failed."""
-    allowed = {field.name for field in model._meta.concrete_fields if not field.is_relation} - IDENTITY_FIELDS
+    allowed = {field.name for field in model._meta.concrete_fields if not field.is_relation} - NOT_CONTENT_FIELDS
     unknown = sorted(set(values) - allowed)
     if unknown:
         raise ValidationError(f"{where}: unknown fields {', '.join(unknown)}")
@@ -218,3 +219,18 @@ def row_saved(row: models.Model, where: str) -> Any:
         raise ValidationError(f"{where}: {problems}") from None
     row.save()
     return row
+
+
+@transaction.atomic
+def hook_outcome_record(*, world_id: int, hook_name: str, branch_name: str | None) -> None:
+    """Count one outcome of a hook in play for the creator: the branch taken, or (None) the fallback used.
+
+    Sessions play a frozen version, while the counts live on the working copy; a hook or branch renamed or
+    deleted since the version was published is not counted rather than counted against something else.
+    """
+    if branch_name is None:
+        Hook.objects.filter(world_id=world_id, name=hook_name).update(times_fallen_back=F("times_fallen_back") + 1)
+    else:
+        HookBranch.objects.filter(hook__world_id=world_id, hook__name=hook_name, name=branch_name).update(
+            times_chosen=F("times_chosen") + 1
+        )

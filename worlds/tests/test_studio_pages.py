@@ -18,7 +18,7 @@ from accounts.tests.factories import ModeratorFactory, UserFactory
 from moderation.services import version_approve
 from stories.models import Story
 from worlds.models import Character, Clue, Hook, Lorebook, World, WorldVersion
-from worlds.services import world_publish
+from worlds.services import hook_outcome_record, world_publish
 from worlds.tests.factories import (
     BeatFactory,
     CharacterFactory,
@@ -358,6 +358,19 @@ def test_editing_a_branch_shows_its_effects_and_can_clear_them() -> None:
     client.post(reverse("worlds:hook", args=[hook.pk]), hook_data() | rows_data("branches", [row], initial=1))
     branch.refresh_from_db()
     assert (branch.examples, branch.effects) == (["take this coin"], {})
+
+
+def test_editing_a_hook_in_the_studio_keeps_its_play_counts() -> None:
+    branch = HookBranchFactory()
+    hook = branch.hook
+    hook_outcome_record(world_id=hook.world_id, hook_name="guardian", branch_name="gift")
+    hook_outcome_record(world_id=hook.world_id, hook_name="guardian", branch_name=None)
+    row = {"id": branch.pk, "name": "gift", "intent": "the player gives something", "examples": "take this coin"}
+    data = hook_data() | rows_data("branches", [row], initial=1)
+    assert signed_in(hook.world.owner).post(reverse("worlds:hook", args=[hook.pk]), data).status_code == 302
+    branch.refresh_from_db()
+    hook.refresh_from_db()
+    assert (branch.intent, branch.times_chosen, hook.times_fallen_back) == ("the player gives something", 1, 1)
 
 
 def test_an_area_trigger_needs_its_radius_and_says_so_beside_the_trigger() -> None:
