@@ -19,6 +19,8 @@ from django.forms.models import BaseInlineFormSet
 
 from accounts.models import User
 from inference.engine import available_engines
+from inference.language.embedding import Embedder
+from inference.narrative.hooks import Branch, BranchClassifier, BranchDecision
 from inference.world.events import OBJECT_KINDS, TIME_OF_DAY_KINDS, WEATHER_KINDS
 from inference.world.spec import CONFIG as SPEC_CONFIG
 from inference.world.spec import WorldSpec
@@ -639,24 +641,20 @@ class HookPlaytestForm(forms.Form):
 
 @dataclass(frozen=True)
 class PlaytestResult:
-    """What a hook would do with one player input."""
+    """What a hook would do with one player input: the branch (None: the fallback), how it was decided, the scores."""
 
     text: str
-    branch: HookBranch | None
+    decision: BranchDecision
 
 
-def playtest_by_authored_examples(hook: Hook, inputs: list[str]) -> list[PlaytestResult]:
-    """The branch whose authored example equals each input (ignoring case), until the live classifier exists.
+def hook_playtest(hook: Hook, inputs: list[str], *, embedder: Embedder) -> list[PlaytestResult]:
+    """Each input classified into the hook's branches as play classifies it; empty when the hook has no branches.
 
-    The narrative engine's intent classifier replaces this function; the page shows whatever it returns.
+    Play may ask the language model to break a near-tie; the playtest shows the nearer branch instead, since
+    loading a model would keep the creator waiting.
     """
-    branches = list(hook.branches.all())
-    results = []
-    for text in inputs:
-        wanted = text.casefold()
-        matched = next(
-            (branch for branch in branches if any(example.casefold() == wanted for example in branch.examples)),
-            None,
-        )
-        results.append(PlaytestResult(text, matched))
-    return results
+    branches = [Branch(branch.name, branch.intent, tuple(branch.examples)) for branch in hook.branches.all()]
+    if not branches:
+        return []
+    classifier = BranchClassifier(branches, embedder)
+    return [PlaytestResult(text, classifier.classify(text)) for text in inputs]

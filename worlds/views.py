@@ -24,6 +24,7 @@ from accounts.models import User
 from accounts.roles import CREATE
 from gallery.selectors import versions_visible
 from inference.engine import preview_jpeg
+from inference.language.embedding import default_embedder
 from stories.forms import BeatFormSet, StoryForm
 from stories.models import Story
 from worlds import imports
@@ -42,7 +43,7 @@ from worlds.forms import (
     WorldForm,
     content_with_children_save,
     errors_summarised,
-    playtest_by_authored_examples,
+    hook_playtest,
     service_errors_add,
 )
 from worlds.imports import MAX_IMPORT_BYTES
@@ -187,7 +188,9 @@ def hook_edit(request: HttpRequest, hook_id: int | None = None, world_id: int | 
         playtest = HookPlaytestForm(request.GET if "inputs" in request.GET else None)
         context["playtest"] = playtest
         if playtest.is_valid():
-            context["playtest_results"] = playtest_by_authored_examples(hook, playtest.cleaned_data["inputs"])
+            # MiniLM loads on the first playtest in this process (seconds), then stays for every later one.
+            inputs = playtest.cleaned_data["inputs"]
+            context["playtest_results"] = hook_playtest(hook, inputs, embedder=default_embedder())
     return edit_page(request, hook, HookForm, "worlds/hook.html", formset_class=HookBranchFormSet, context=context)
 
 

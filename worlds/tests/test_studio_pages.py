@@ -390,19 +390,6 @@ def test_a_world_cannot_have_two_hooks_of_the_same_name() -> None:
     assert Hook.objects.count() == 1
 
 
-def test_the_playtest_marks_inputs_that_match_an_authored_example() -> None:
-    branch = HookBranchFactory()
-    HookBranchFactory(hook=branch.hook, name="fight", examples=["I draw my sword"])
-    response = signed_in(branch.hook.world.owner).get(
-        reverse("worlds:hook", args=[branch.hook.pk]), {"inputs": "TAKE THIS COIN\nI sing a song"}
-    )
-    page = response.content.decode()
-    assert "“TAKE THIS COIN”:\n                <strong>branch gift</strong>" in page
-    assert "“I sing a song”:\n                no authored example matches; the live fallback" in page
-    assert page.count('class="playtest-match"') == 1
-    assert "the live classifier" in page and "arrives with the narrative engine" in page
-
-
 def test_a_creator_creates_a_story_with_beats_and_choices() -> None:
     world = WorldFactory()
     eve = CharacterFactory(owner=world.owner)
