@@ -8,7 +8,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import Skipped, engine_speed, gallery_speed, narrative_quality, runtime_speed, world_quality, world_speed
+from bench import (
+    Skipped,
+    engine_speed,
+    gallery_speed,
+    narrative_quality,
+    narrative_speed,
+    runtime_speed,
+    world_quality,
+    world_speed,
+)
 
 Measure = Callable[[bool], dict[str, float]]
 
@@ -17,6 +26,7 @@ BENCHMARKS: dict[str, Measure] = {
     "world_bench": world_speed.run,
     "runtime_bench": runtime_speed.run,
     "gallery_bench": gallery_speed.run,
+    "narrative_bench": narrative_speed.run,
 }
 EVALUATIONS: dict[str, Measure] = {
     "world_eval": world_quality.run,
