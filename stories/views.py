@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from accounts.roles import PLAY
+from inference.play.host import CONVERSATION
 from stories import services
 from stories.models import PlaySession
 from stories.selectors import session_role, sessions_open_for, version_playable
@@ -39,11 +43,24 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
     if role is None:
         raise Http404("No such session.")
     document = session.version.document
+    characters = document.get("characters", [])
     context = {
         "session": session,
         "role": role,
         "world": session.version.world,
-        "characters": [character["name"] for character in document.get("characters", [])],
+        "characters": [character["name"] for character in characters],
         "participants": [session.owner, *session.participants.all()] if session.is_live else [],
+        "conversation": conversation_for(session=session, characters=characters),
+        "is_creator": session.version.world.owner_id == request.user.pk,
     }
     return render(request, "stories/session.html", context)
+
+
+def conversation_for(*, session: PlaySession, characters: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The character a conversation session is with (its portrait and greeting), or None for a world."""
+    if session.engine != CONVERSATION or not characters:
+        return None
+    character = characters[0]
+    portrait = character.get("portrait") or ""
+    return {"name": character["name"], "greeting": character.get("greeting", ""),
+            "portrait_url": default_storage.url(portrait) if portrait else ""}  # fmt: skip

@@ -306,7 +306,11 @@ class CharacterForm(StudioForm):
         ("Who they are", ("name", "persona", "personality", "appearance", "speaking_style", "scenario"), None),
         ("How they greet and speak", ("greeting", "alternate_greetings", "example_dialogue"), None),
         ("What drives them", ("goals", "secrets"), None),
-        ("Instructions for the model", ("system_prompt", "post_history_instructions"), None),
+        (
+            "Instructions for the model",
+            ("system_prompt", "post_history_instructions", "reply_temperature", "reply_max_tokens"),
+            None,
+        ),
         ("Memory", ("memory_scope", "memory_limit", "players_can_view_memories", "players_can_edit_memories"), None),
         ("Card", ("portrait", "lorebook", "tags", "creator_notes"), None),
     )
@@ -327,6 +331,8 @@ class CharacterForm(StudioForm):
             "secrets",
             "system_prompt",
             "post_history_instructions",
+            "reply_temperature",
+            "reply_max_tokens",
             "memory_scope",
             "memory_limit",
             "players_can_view_memories",

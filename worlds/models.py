@@ -13,7 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxLengthValidator
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 
 from common.images import image_validator
@@ -133,6 +133,16 @@ class Character(models.Model):
     secrets = bounded_text(blank=True, max_length=5000)
     system_prompt = bounded_text(blank=True, max_length=10000)
     post_history_instructions = bounded_text(blank=True, max_length=10000)
+    # How the character's replies are sampled: a small model stays coherent when warm only briefly.
+    reply_temperature = models.FloatField(
+        default=0.7, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
+        help_text="0 always says the likeliest words; higher is more varied (and, on a small model, less coherent).",
+    )  # fmt: skip
+    reply_max_tokens = models.PositiveSmallIntegerField(
+        default=80,
+        validators=[MinValueValidator(8), MaxValueValidator(400)],
+        help_text="The longest reply, in tokens (about three quarters of a word each).",
+    )
     # Notes to people reading the card; never part of a prompt.
     creator_notes = bounded_text(blank=True, max_length=20000)
     tags = models.JSONField(default=list, blank=True)

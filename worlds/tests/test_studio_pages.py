@@ -84,6 +84,8 @@ def character_data(**overrides: Any) -> dict[str, Any]:
         "tags": "keeper, harbour",
         "memory_scope": "player",
         "memory_limit": "50",
+        "reply_temperature": "0.7",
+        "reply_max_tokens": "80",
         "players_can_view_memories": "on",
     } | overrides
 

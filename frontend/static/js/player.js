@@ -7,8 +7,10 @@
   if (!root) return;
   const sessionId = root.dataset.session;
   const live = root.dataset.live === "true";
-  const canvas = root.querySelector("canvas");
-  const context = canvas.getContext("2d");
+  const canvas = root.querySelector("canvas"); // absent in a conversation with a character
+  const context = canvas ? canvas.getContext("2d") : null;
+  const debugPanel = root.querySelector(".player-debug");
+  const speaking = new Map(); // character -> the log line their reply is streaming into
   const statusLine = root.querySelector(".player-status");
   const log = root.querySelector(".player-log");
   const choiceBar = root.querySelector(".player-choices");
@@ -69,7 +71,7 @@
     for (const [sent, at] of awaitingFrame) {
       if (sent <= applied) { latency = now - at; awaitingFrame.delete(sent); }
     }
-    if (drawing) return; // a newer frame will follow; never queue decodes behind a slow one
+    if (drawing || !context) return; // a newer frame will follow; never queue decodes behind a slow one
     drawing = true;
     createImageBitmap(new Blob([buffer.slice(8)], { type: "image/jpeg" }))
       .then((bitmap) => {
@@ -101,7 +103,8 @@
           button.textContent = `${button.dataset.text} (${message.tally[index] || 0})`;
         });
         break;
-      case "character_line": say(`${message.character}: ${message.text}`); break;
+      case "character_line": speak(message); break;
+      case "debug_prompt": showPrompt(message); break;
       case "error": say(`⚠ ${message.error}`, "player-error"); break;
       default: break;
     }
@@ -114,6 +117,44 @@
     if (className) item.className = className;
     log.append(item);
     log.scrollTop = log.scrollHeight;
+    return item;
+  }
+
+  // A reply arrives a sentence at a time, then `final`: the sentences join one line of the log.
+  function speak(message) {
+    let line = speaking.get(message.character);
+    if (!line && message.text) {
+      line = say(`${message.character}: ${message.text}`);
+      line.classList.add("player-speaking");
+      speaking.set(message.character, line);
+    } else if (line && message.text) {
+      line.textContent += ` ${message.text}`;
+      log.scrollTop = log.scrollHeight;
+    }
+    if (message.final && line) {
+      line.classList.remove("player-speaking");
+      speaking.delete(message.character);
+    }
+  }
+
+  // The creator's debug panel: the prompt the last reply was written from, section by section.
+  function showPrompt(message) {
+    if (!debugPanel) return;
+    const body = debugPanel.querySelector(".player-debug-sections");
+    body.replaceChildren();
+    const heading = document.createElement("h3");
+    heading.textContent = `Prompt for ${message.character}`;
+    body.append(heading);
+    for (const [title, text] of Object.entries(message.sections || {})) {
+      const term = document.createElement("dt");
+      term.textContent = title;
+      const detail = document.createElement("dd");
+      const pre = document.createElement("pre");
+      pre.textContent = text; // model input is shown as text, never as markup
+      detail.append(pre);
+      body.append(term, detail);
+    }
+    debugPanel.hidden = false;
   }
 
   function showChoices(choices) {
@@ -180,7 +221,8 @@
       event.preventDefault();
       const text = chatForm.querySelector("#chat-text");
       if (!text.value.trim()) return;
-      send("speech", { character: chatForm.querySelector("select").value, text: text.value.trim() });
+      const character = chatForm.querySelector("[name=character]").value;
+      send("speech", { character, text: text.value.trim() });
       say(`You: ${text.value.trim()}`);
       text.value = "";
     });
