@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import json
 import os
 import socket
 import subprocess
@@ -12,16 +15,22 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
 import redis
 import requests
+import websockets
 from channels.db import database_sync_to_async
 from django.db import connections
+from django.test import Client
 
 from inference.language.tiny import write_tiny_model
+
+if TYPE_CHECKING:
+    from accounts.models import User
+    from stories.models import PlaySession
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -227,3 +236,55 @@ def redis_url() -> str:
             pytest.fail(f"CI needs Redis at {url}")
         pytest.skip(f"no Redis at {url}; .ci/run starts one")
     return url
+
+
+def cookie_for(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}"
+
+
+class Player:
+    """A browser's side of the play protocol, as a plain WebSocket client."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.sequence = 0
+        self.frames: list[tuple[int, int, bytes]] = []
+        self.messages: list[dict[str, Any]] = []
+
+    async def send(self, kind: str, **fields: Any) -> int:
+        self.sequence += 1
+        await self.connection.send(json.dumps({"type": kind, "seq": self.sequence, **fields}))
+        return self.sequence
+
+    async def read_until(self, condition: Any, seconds: float = 20) -> Any:
+        """Read (and acknowledge frames) until `condition(self)` is truthy; return what it returned."""
+        async with asyncio.timeout(seconds):
+            while True:
+                message = await self.connection.recv()
+                if isinstance(message, bytes):
+                    number, applied = int.from_bytes(message[:4]), int.from_bytes(message[4:8])
+                    self.frames.append((number, applied, message[8:]))
+                    await self.connection.send(json.dumps({"type": "ack", "frame": number}))
+                else:
+                    self.messages.append(json.loads(message))
+                found = condition(self)
+                if found:
+                    return found
+
+    async def read_until_database(self, condition: Any, seconds: float = 20) -> None:
+        """Keep reading while waiting for `condition()` to hold in the database (checked off the event loop)."""
+        async with asyncio.timeout(seconds):
+            while not await asyncio.to_thread(condition):
+                with contextlib.suppress(TimeoutError):
+                    await self.read_until(lambda _: False, seconds=0.1)
+
+    def last(self, kind: str) -> dict[str, Any] | None:
+        return next((message for message in reversed(self.messages) if message["type"] == kind), None)
+
+
+async def play(platform: LivePlatform, session: PlaySession, cookie: str, script: Any) -> Any:
+    headers = {"Cookie": cookie, "Origin": platform.url}
+    async with websockets.connect(f"{platform.ws_url}/ws/play/{session.pk}/", additional_headers=headers) as socket:
+        return await script(Player(socket))

@@ -11,21 +11,27 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
 
 import pytest
 import websockets
-from django.test import Client
 from PIL import Image, ImageStat
 
-from accounts.models import User
 from accounts.tests.factories import UserFactory
 from inference.engine import RaycastEngine
 from inference.play.host import SessionHost
 from inference.world.state import from_snapshot
 from stories.models import PlaySession, SessionEvent, SessionSnapshot
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.fixtures import ROOT, LivePlatform, platform_environment, start_platform, wait_until
+from tests.fixtures import (
+    ROOT,
+    LivePlatform,
+    Player,
+    cookie_for,
+    platform_environment,
+    play,
+    start_platform,
+    wait_until,
+)
 from workers.services import worker_issue_token
 
 pytestmark = pytest.mark.slow
@@ -33,60 +39,8 @@ pytestmark = pytest.mark.slow
 DEMO_STORY = json.loads((ROOT / "worlds" / "demo_content" / "dark-lighthouse.json").read_text())
 
 
-def cookie_for(user: User) -> str:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}"
-
-
-class Player:
-    """A browser's side of the play protocol, as a plain WebSocket client."""
-
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
-        self.sequence = 0
-        self.frames: list[tuple[int, int, bytes]] = []
-        self.messages: list[dict[str, Any]] = []
-
-    async def send(self, kind: str, **fields: Any) -> int:
-        self.sequence += 1
-        await self.connection.send(json.dumps({"type": kind, "seq": self.sequence, **fields}))
-        return self.sequence
-
-    async def read_until(self, condition: Any, seconds: float = 20) -> Any:
-        """Read (and acknowledge frames) until `condition(self)` is truthy; return what it returned."""
-        async with asyncio.timeout(seconds):
-            while True:
-                message = await self.connection.recv()
-                if isinstance(message, bytes):
-                    number, applied = int.from_bytes(message[:4]), int.from_bytes(message[4:8])
-                    self.frames.append((number, applied, message[8:]))
-                    await self.connection.send(json.dumps({"type": "ack", "frame": number}))
-                else:
-                    self.messages.append(json.loads(message))
-                found = condition(self)
-                if found:
-                    return found
-
-    async def read_until_database(self, condition: Any, seconds: float = 20) -> None:
-        """Keep reading while waiting for `condition()` to hold in the database (checked off the event loop)."""
-        async with asyncio.timeout(seconds):
-            while not await asyncio.to_thread(condition):
-                with contextlib.suppress(TimeoutError):
-                    await self.read_until(lambda _: False, seconds=0.1)
-
-    def last(self, kind: str) -> dict[str, Any] | None:
-        return next((message for message in reversed(self.messages) if message["type"] == kind), None)
-
-
 def brightness(jpeg: bytes) -> float:
     return ImageStat.Stat(Image.open(io.BytesIO(jpeg)).convert("L")).mean[0]
-
-
-async def play(platform: LivePlatform, session: PlaySession, cookie: str, script: Any) -> Any:
-    headers = {"Cookie": cookie, "Origin": platform.url}
-    async with websockets.connect(f"{platform.ws_url}/ws/play/{session.pk}/", additional_headers=headers) as socket:
-        return await script(Player(socket))
 
 
 def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_platform: LivePlatform) -> None:

@@ -248,15 +248,18 @@ class SessionHost:
         return [applied, *outgoing]
 
     def prompt(self, hosted: HostedSession, given: Message) -> tuple[list[dict[str, Any]], list[Message]]:
-        """A typed prompt: world events when it asks for a change of the world, else the narrator's turn."""
+        """A typed prompt: the response to a hook that waits for one; else world events when it asks for a change
+        of the world ("a lantern appears"); else the narrator's turn. A hook comes first: "I hand over my lantern"
+        answers the guardian blocking the way, it does not conjure a lantern."""
         text = given["text"]
+        if hosted.active_hook is not None:
+            self.jobs.append(Job("hook", hosted.id, hosted.setting, {"hook": hosted.active_hook, "text": text}))
+            return [], []
         events = self.world_prompts.events(text) if self.world_prompts is not None else events_from_prompt(text)
         if events:
             return events, [{"type": "session.narration", "session": hosted.id, "text": "The world changes."}]
         outgoing = self.hooks_fired_by_text(hosted, given)
-        if not outgoing and hosted.active_hook is not None:
-            self.jobs.append(Job("hook", hosted.id, hosted.setting, {"hook": hosted.active_hook, "text": text}))
-        elif not outgoing:
+        if not outgoing:
             self.jobs.append(Job("narrate", hosted.id, hosted.setting, {"text": text}))
         return [], outgoing
 
