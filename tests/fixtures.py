@@ -288,3 +288,12 @@ async def play(platform: LivePlatform, session: PlaySession, cookie: str, script
     headers = {"Cookie": cookie, "Origin": platform.url}
     async with websockets.connect(f"{platform.ws_url}/ws/play/{session.pk}/", additional_headers=headers) as socket:
         return await script(Player(socket))
+
+
+def choice_leading_to(session: PlaySession, beat: str, target: str) -> int:
+    """The index of the offered choice at `beat` that leads to `target`. Choices are written live and may be
+    generated rather than authored, so tests look up where each leads in the logged offer."""
+    from stories.models import SessionEvent
+
+    offer = SessionEvent.objects.get(session=session, kind="offer", payload__beat=beat).payload
+    return next(index for index, choice in enumerate(offer["choices"]) if choice["to"] == target)

@@ -9,9 +9,11 @@ import pytest
 from django.test import Client
 from playwright.sync_api import Page, expect
 
+from accounts.tests.factories import UserFactory
 from stories.models import SessionEvent
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.fixtures import ROOT, LivePlatform, wait_until
+from worlds.services import slug_unique, world_from_document, world_publish
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -48,9 +50,12 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     expect(page.locator(".player-log")).to_contain_text("The world changes.")
     choices = page.get_by_role("group", name="Choices")
     expect(choices.get_by_role("button")).to_have_count(2)
-    choices.get_by_role("button", name="Ask Eve what happened").click()
+    # The choices are written live (and may be the authored ones): the log says where each one leads.
+    offer = SessionEvent.objects.get(session=session, kind="offer", payload__beat="arrival").payload
+    to_eve = next(index for index, choice in enumerate(offer["choices"]) if choice["to"] == "ask-eve")
+    choices.get_by_role("button", name=offer["choices"][to_eve]["text"]).click()
     expect(page.locator(".player-log")).to_contain_text("Eve tells you about the storm")
-    kinds = list(SessionEvent.objects.filter(session=session).values_list("kind", flat=True))
+    kinds = list(SessionEvent.objects.filter(session=session, player=session.owner).values_list("kind", flat=True))
     assert kinds[:2] == ["key_down", "key_up"]
     assert kinds[-2:] == ["prompt", "choice"]
 
@@ -66,7 +71,29 @@ def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_plat
     page.wait_for_timeout(400)
     button.dispatch_event("pointerup")
     expect(page.locator(".player-status")).not_to_contain_text("reconnecting")
-    wait_until(lambda: SessionEvent.objects.filter(session=session).count() == 2)
-    events = list(SessionEvent.objects.filter(session=session).order_by("sequence").values_list("payload", flat=True))
+    pressed = SessionEvent.objects.filter(session=session, player=session.owner).order_by("sequence")
+    wait_until(lambda: pressed.count() == 2)
+    events = list(pressed.values_list("payload", flat=True))
     assert events == [{"type": "key_down", "key": "KeyW"}, {"type": "key_up", "key": "KeyW"}]
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_a_character_published_alone_is_a_conversation_and_its_creator_sees_the_prompt(
+    page: Page, live_platform: LivePlatform
+) -> None:
+    creator = UserFactory()
+    document = json.loads((ROOT / "worlds" / "demo_content" / "eve-keeper.json").read_text())
+    world = world_from_document(document, owner=creator, slug=slug_unique(document["world"]["title"]))
+    world_publish(world=world, by=creator)
+    session = PlaySessionFactory(version=world.versions.get(), owner=creator, engine="conversation")
+    signed_in(page, live_platform, creator)
+    page.goto(f"/play/session/{session.pk}/")
+    expect(page.locator("canvas")).to_have_count(0)
+    expect(page.locator(".player-greeting")).to_contain_text(document["characters"][0]["greeting"])
+    page.get_by_label("Say to Eve").fill("I found a <b>silver</b> key at the docks.")
+    page.get_by_role("button", name="Say").click()
+    expect(page.locator(".player-log")).to_contain_text("You: I found a <b>silver</b> key")  # text, not markup
+    expect(page.locator(".player-log li").filter(has_text="Eve:")).to_have_count(1, timeout=60_000)
+    expect(page.locator(".player-speaking")).to_have_count(0, timeout=60_000)  # the reply finished
+    page.locator(".player-debug summary").click()
+    expect(page.locator(".player-debug")).to_contain_text("Prompt for Eve")

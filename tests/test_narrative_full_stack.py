@@ -15,7 +15,7 @@ from accounts.tests.factories import UserFactory
 from memories.models import Memory
 from stories.models import PlaySession, SessionEvent
 from stories.tests.factories import PlaySessionFactory
-from tests.fixtures import ROOT, LivePlatform, Player, cookie_for, play, wait_until
+from tests.fixtures import ROOT, LivePlatform, Player, choice_leading_to, cookie_for, play, wait_until
 from worlds.models import HookBranch
 from worlds.services import slug_unique, world_from_document, world_publish
 
@@ -106,9 +106,9 @@ def test_a_hook_fired_in_play_applies_its_branch_and_counts_it_for_the_creator(l
 
     async def respond(player: Player) -> None:
         # arrival -> stairs -> causeway, where the guardian hook fires; then the player answers it.
-        for beat in ("arrival", "stairs"):
+        for beat, target in (("arrival", "stairs"), ("stairs", "causeway")):
             await player.read_until(lambda p, beat=beat: (c := p.last("choices")) and c["beat"] == beat, seconds=30)
-            await player.send("choice", index=0)
+            await player.send("choice", index=await asyncio.to_thread(choice_leading_to, session, beat, target))
         await player.read_until(lambda p: any(m["type"] == "narration" and hook["presentation"] in m["text"]
                                               for m in p.messages), seconds=30)  # fmt: skip
         await player.send("prompt", text="I hand over my lantern as a gift")

@@ -26,6 +26,7 @@ from tests.fixtures import (
     ROOT,
     LivePlatform,
     Player,
+    choice_leading_to,
     cookie_for,
     platform_environment,
     play,
@@ -62,7 +63,7 @@ def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_pl
         await player.read_until(lambda p: brightness(p.frames[-1][2]) < before - 10)
         choices = await player.read_until(lambda p: p.last("choices"))  # written live, so they may come later
         assert choices["beat"] == "arrival"
-        await player.send("choice", index=1)
+        await player.send("choice", index=await asyncio.to_thread(choice_leading_to, session, "arrival", "ask-eve"))
         moved = await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] != "arrival" and c)
         assert moved["beat"] == "ask-eve"
         numbers = [number for number, _, _ in player.frames]
@@ -191,7 +192,7 @@ def test_a_player_who_leaves_and_returns_finds_the_same_world_and_story(live_pla
     async def first_visit(player: Player) -> tuple[int, float]:
         await player.read_until(lambda p: len(p.frames) >= 2 and p.last("choices"))
         await player.send("prompt", text="make it night")
-        await player.send("choice", index=1)
+        await player.send("choice", index=await asyncio.to_thread(choice_leading_to, session, "arrival", "ask-eve"))
         await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve")
         # Sequences: 1 the arrival's choices offered, 2 the prompt, 3 the choice.
         await player.read_until_database(SessionSnapshot.objects.filter(session=session, sequence__gte=3).exists)
