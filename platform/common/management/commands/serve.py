@@ -48,9 +48,11 @@ class Command(BaseCommand):
             _, token = worker_issue_token(name=f"in-process-{socket.gethostname()}"[:100])
             background_worker = BackgroundWorker(
                 WorkerConfig(
-                    url=f"ws://{host}:{port}/ws/workers/", token=token, slots=worker_slots,
+                    url=f"ws://{host}:{port}/ws/workers/",
+                    token=token,
+                    slots=worker_slots,
                     language_model=settings.WORKER_LANGUAGE_MODEL,
-                )  # fmt: skip
+                )
             )
 
         def on_ready() -> None:
