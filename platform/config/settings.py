@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 
 from common.configuration import ConfigurationError, database_from_url, redis_url_checked
 
@@ -51,6 +52,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "allauth",
     "allauth.account",
+    "allauth.mfa",
+    "csp",
     "common",
     "accounts",
     "gallery",
@@ -70,6 +73,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "allauth.account.middleware.AccountMiddleware",
 ]
 
@@ -160,6 +164,16 @@ ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = True
 ACCOUNT_ADAPTER = "accounts.adapters.WorldloomAccountAdapter"
+# allauth's defaults, stated because a test depends on them: after 5 failed log-ins to one account in 5 minutes
+# (or 10 a minute from one address) the log-in form refuses even the right password for a while. The counts
+# live in the cache, which REDIS_URL shares between processes; without it each process counts on its own.
+ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+# Authenticator apps and recovery codes; no WebAuthn, whose pages need inline scripts the CSP refuses.
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = "Worldloom"
+# A stolen moderator password alone must not take down worlds or suspend people. Off in the embedded demo so
+# that `make run` works without an authenticator app.
+MODERATORS_REQUIRE_SECOND_FACTOR = env.bool("MODERATORS_REQUIRE_SECOND_FACTOR", default=not DEBUG)
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
@@ -221,6 +235,21 @@ if env.bool("BEHIND_PROXY", default=False):
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Only our own scripts run, so markup that slips into a page (creator text, model output) cannot execute.
+# Frames reach the player as blob: URLs; "self" covers the page's own ws:// and wss:// in current browsers.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "blob:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 # Inference workers: how often they heartbeat, and after how many missed beats they count as gone.
 WORKER_HEARTBEAT_SECONDS = env.int("WORKER_HEARTBEAT_SECONDS", default=5)
