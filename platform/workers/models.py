@@ -11,6 +11,8 @@ class WorkerNode(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     # SHA-256 of the token: the token itself is shown once to the operator and never stored.
     token_hash = models.CharField(max_length=64, unique=True)
+    # After this the token is refused at the handshake; a worker already connected keeps its connection.
+    token_expires_at = models.DateTimeField()
     engines = models.JSONField(default=list, blank=True)
     slots = models.PositiveIntegerField(default=0)
     free_slots = models.PositiveIntegerField(default=0)

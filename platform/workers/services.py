@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -12,6 +13,9 @@ from workers.models import WorkerNode
 
 # Marks worker tokens so that a leaked one is recognisable in logs and secret scanners.
 TOKEN_PREFIX = "wlw_"  # noqa: S105 - a prefix, not a secret
+# Long enough that operators rotate on a calendar rather than in a hurry; short enough that a token copied
+# into a forgotten config file stops working on its own. `manage.py worker_token --days` chooses another.
+TOKEN_LIFETIME = timedelta(days=90)
 
 
 def token_hash(token: str) -> str:
@@ -19,18 +23,20 @@ def token_hash(token: str) -> str:
 
 
 @transaction.atomic
-def worker_issue_token(*, name: str) -> tuple[WorkerNode, str]:
-    """Create the worker `name`, or give it a new token; the old token stops working at once."""
+def worker_issue_token(*, name: str, lifetime: timedelta = TOKEN_LIFETIME) -> tuple[WorkerNode, str]:
+    """Create the worker `name`, or give it a new token valid for `lifetime`; the old token stops working at once."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    worker, _ = WorkerNode.objects.update_or_create(name=name, defaults={"token_hash": token_hash(token)})
+    worker, _ = WorkerNode.objects.update_or_create(
+        name=name, defaults={"token_hash": token_hash(token), "token_expires_at": timezone.now() + lifetime}
+    )
     return worker, token
 
 
 def worker_authenticate(*, token: str) -> WorkerNode | None:
-    """The worker the token belongs to, or None. Tokens are long and random, so a hash lookup is safe."""
+    """The worker an unexpired token belongs to, or None. Tokens are long and random, so a hash lookup is safe."""
     if not token.startswith(TOKEN_PREFIX):
         return None
-    return WorkerNode.objects.filter(token_hash=token_hash(token)).first()
+    return WorkerNode.objects.filter(token_hash=token_hash(token), token_expires_at__gt=timezone.now()).first()
 
 
 @transaction.atomic
