@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
+from accounts.services import user_group
 from stories import protocol, services
 from stories.models import PlaySession, SessionStatus
 from stories.selectors import live_text_refusal, session_role
@@ -43,10 +45,32 @@ def session_for(session_id: str) -> PlaySession | None:
     return PlaySession.objects.select_related("version__world").filter(pk=session_id).first()
 
 
+class InputBucket:
+    """A token bucket: `INPUT_BURST` inputs at once, refilled at `INPUT_RATE_PER_SECOND`, read off `clock`."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.tokens, self.filled_at = float(INPUT_BURST), clock()
+
+    def take(self) -> bool:
+        now = self.clock()
+        self.tokens = min(INPUT_BURST, self.tokens + (now - self.filled_at) * INPUT_RATE_PER_SECOND)
+        self.filled_at = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
 class PlayConsumer(AsyncWebsocketConsumer):
     """One browser watching (and, as a player, steering) one session."""
 
     session: PlaySession | None = None
+
+    def __init__(self, *args: Any, clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
+        """`clock` paces the input rate limit; tests pass one they move by hand (`PlayConsumer.as_asgi(clock=…)`)."""
+        super().__init__(*args, **kwargs)
+        self.clock = clock
 
     async def connect(self) -> None:
         user = self.scope["user"]
@@ -62,8 +86,10 @@ class PlayConsumer(AsyncWebsocketConsumer):
         self.group = services.session_group(self.session.pk)
         self.sent_frame = self.acked_frame = 0
         self.waiting_frame: bytes | None = None
-        self.tokens, self.tokens_at = float(INPUT_BURST), time.monotonic()
+        self.inputs = InputBucket(self.clock)
+        self.user_group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         await self.accept()
         await self.send_json(
             {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
@@ -76,6 +102,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.session is not None and hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+            await self.channel_layer.group_discard(self.user_group, self.channel_name)
             watchers = await database_sync_to_async(services.session_watched)(session_id=self.session.pk, change=-1)
             if watchers <= 0:
                 parking = asyncio.create_task(park_later(self.session.pk))
@@ -96,7 +123,7 @@ class PlayConsumer(AsyncWebsocketConsumer):
             await self.send_json({"type": "error", "error": "spectators watch; only players send inputs",
                                   "seq": message.client_sequence})  # fmt: skip
             return
-        if not self.take_token():
+        if not self.inputs.take():
             await self.send_json(
                 {"type": "error", "error": "too many inputs; slow down", "seq": message.client_sequence}
             )
@@ -111,15 +138,6 @@ class PlayConsumer(AsyncWebsocketConsumer):
         )  # fmt: skip
         await self.send_json({"type": "accepted", "seq": message.client_sequence, "sequence": event.sequence,
                               "duplicate": not new})  # fmt: skip
-
-    def take_token(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(INPUT_BURST, self.tokens + (now - self.tokens_at) * INPUT_RATE_PER_SECOND)
-        self.tokens_at = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
 
     async def session_frame(self, event: dict[str, Any]) -> None:
         """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""
@@ -150,6 +168,11 @@ class PlayConsumer(AsyncWebsocketConsumer):
         """What only the world's creator sees (the prompt a reply was written from, for their debug panel)."""
         if self.is_creator:
             await self.send_json(event["message"])
+
+    async def user_sockets_close(self, event: dict[str, Any]) -> None:
+        """The player signed out, changed their password or was suspended (accounts.services.user_sockets_close)."""
+        await self.send_json({"type": "error", "error": event["reason"]})
+        await self.close(code=protocol.CLOSE_SIGNED_OUT)
 
     async def send_json(self, message: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(message, separators=(",", ":")))

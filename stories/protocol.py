@@ -15,6 +15,9 @@ MAX_MESSAGE_BYTES = 4096  # the longest prompt or speech fits; anything larger i
 MAX_TEXT_LENGTH = 1000
 KEYS = ("KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight")
 INPUT_TYPES = ("key_down", "key_up", "prompt", "choice", "speech", "pause", "resume")
+# The close code when the player's sign-in ends (log-out, password change, suspension): the page should send
+# them to log in rather than reconnect. 4000-4999 are the application's own codes (RFC 6455, 7.4.2).
+CLOSE_SIGNED_OUT = 4001
 # Browser frames: frame number and the last applied input's session sequence, then the JPEG.
 BROWSER_FRAME_HEADER = struct.Struct(">II")
 

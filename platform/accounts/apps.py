@@ -7,3 +7,6 @@ class AccountsConfig(AppConfig):
     """People and their roles: players, creators, moderators."""
 
     name = "accounts"
+
+    def ready(self) -> None:
+        from accounts import signals  # noqa: F401 - connects the receivers

@@ -1,7 +1,11 @@
-"""Writes about people: creating accounts, granting roles."""
+"""Writes about people: creating accounts, granting roles, ending their open sockets."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
@@ -45,3 +49,18 @@ def moderator_grant(*, user: User) -> None:
 @transaction.atomic
 def moderator_revoke(*, user: User) -> None:
     user.groups.remove(roles_ensure()[Role.MODERATOR])
+
+
+def user_group(user_id: Any) -> str:
+    """The channel-layer group every play socket of this person belongs to."""
+    return f"user.{user_id}"
+
+
+def user_sockets_close(*, user_id: Any, reason: str) -> None:
+    """Close every play socket of this person, on every daphne process, once the current transaction commits.
+
+    A socket authenticates once, at its handshake; without this a signed-out or suspended person would keep
+    playing (and steering shared Live worlds) for as long as the socket stays open.
+    """
+    message = {"type": "user.sockets_close", "reason": reason}
+    transaction.on_commit(lambda: async_to_sync(get_channel_layer().group_send)(user_group(user_id), message))

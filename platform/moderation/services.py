@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from accounts.roles import MODERATE
+from accounts.services import user_sockets_close
 from gallery.models import Listing
 from gallery.services import listing_feature, listing_refresh
 from moderation.checks import CHECKS
@@ -275,6 +276,7 @@ def user_suspend(*, user: User, moderator: User, reason: str) -> AuditEntry:
     person_required(moderator=moderator, person=user)
     user.is_active = False
     user.save(update_fields=["is_active"])
+    user_sockets_close(user_id=user.pk, reason="your account is suspended")
     return audit(actor=moderator, action=AuditAction.SUSPEND, target=user, reason=reason_required(reason))
 
 

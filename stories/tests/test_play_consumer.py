@@ -5,19 +5,31 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 from django.test import Client
+from django.urls import path
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from accounts.models import User
-from accounts.tests.factories import UserFactory
+from accounts.services import user_sockets_close
+from accounts.tests.factories import ModeratorFactory, UserFactory
 from config.routing import application
+from moderation.services import user_suspend
+from stories.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, PlayConsumer
 from stories.models import PlaySession, SessionEvent
+from stories.protocol import CLOSE_SIGNED_OUT
 from stories.tests.factories import PlaySessionFactory
 from workers.models import WorkerNode
 
@@ -54,7 +66,12 @@ async def running() -> AsyncIterator[tuple[PlaySession, str]]:
     layer = get_channel_layer()
     worker_channel = await layer.new_channel()
     worker = await database_sync_to_async(WorkerNode.objects.create)(
-        name="test-worker", token_hash=uuid.uuid4().hex, channel_name=worker_channel, slots=4, engines=["raycaster"]
+        name="test-worker",
+        token_hash=uuid.uuid4().hex,
+        token_expires_at=timezone.now() + timedelta(days=1),
+        channel_name=worker_channel,
+        slots=4,
+        engines=["raycaster"],
     )
     session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=worker)
     yield session, worker_channel
@@ -127,6 +144,69 @@ async def test_another_player_is_refused_before_any_frame(running: Any) -> None:
     assert not connected
 
 
+@pytest_asyncio.fixture
+async def strangers_sessions() -> list[str]:
+    """Sessions of other people, one of them running and one ended: none is the prober's to join."""
+    return [
+        str((await database_sync_to_async(PlaySessionFactory)(status=status)).pk)
+        for status in ("running", "queued", "ended")
+    ]
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    # The fixtures are read-only ground for every example: nobody's sessions change between them.
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+async def test_no_session_id_lets_a_player_into_a_session_not_theirs(
+    running: Any, strangers_sessions: list[str], data: st.DataObject
+) -> None:
+    session, _ = running
+    prober = await database_sync_to_async(lambda: session.owner)()  # a real player, signed in, with a session
+    target = data.draw(st.uuids().map(str) | st.sampled_from(strangers_sessions), label="session")
+    communicator = await connect(target, prober)
+    connected, _ = await communicator.connect()
+    assert not connected
+    assert await communicator.receive_nothing(timeout=0.01)  # refused before any frame or message
+
+
+async def test_a_player_s_sockets_close_when_their_sign_in_ends(running: Any) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    sockets = [await connect(session.pk, owner) for _ in range(2)]
+    for communicator in sockets:
+        await communicator.connect()
+        await communicator.receive_json_from()
+    await database_sync_to_async(user_sockets_close)(user_id=owner.pk, reason="you signed out")
+    for communicator in sockets:
+        assert await communicator.receive_json_from(timeout=2) == {"type": "error", "error": "you signed out"}
+        assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_SIGNED_OUT}
+
+
+async def test_a_suspension_closes_the_person_s_sockets_and_no_one_else_s(running: Any) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    bystander_session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=session.worker)
+    bystander = await database_sync_to_async(lambda: bystander_session.owner)()
+    suspended, watching = await connect(session.pk, owner), await connect(bystander_session.pk, bystander)
+    for communicator in (suspended, watching):
+        await communicator.connect()
+        await communicator.receive_json_from()
+    moderator = await database_sync_to_async(ModeratorFactory)()
+    await database_sync_to_async(user_suspend)(user=owner, moderator=moderator, reason="Griefing in Live worlds.")
+    assert await suspended.receive_json_from(timeout=2) == {"type": "error", "error": "your account is suspended"}
+    assert await suspended.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_SIGNED_OUT}
+    await watching.send_json_to({"type": "pause", "seq": 1})
+    assert (await watching.receive_json_from())["type"] == "accepted"
+    await watching.disconnect()
+    again = await connect(session.pk, owner)
+    connected, _ = await again.connect()
+    assert not connected  # the suspended account's cookie no longer signs it in
+
+
 async def test_an_anonymous_visitor_and_a_foreign_origin_are_refused(running: Any) -> None:
     session, _ = running
     owner = await database_sync_to_async(lambda: session.owner)()
@@ -154,16 +234,47 @@ async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent
     await communicator.disconnect()
 
 
+class TickingClock:
+    """Time that moves a fixed step each time it is read: one read per input makes a flood of a known rate, however
+    fast or slow the machine running the test is."""
+
+    def __init__(self, step_seconds: float) -> None:
+        self.now, self.step_seconds = 0.0, step_seconds
+
+    def __call__(self) -> float:
+        self.now += self.step_seconds
+        return self.now
+
+
+def application_with_clock(clock: TickingClock) -> Any:
+    """The browser route as config.routing builds it, with a consumer that paces inputs by `clock`."""
+    consumer = PlayConsumer.as_asgi(clock=clock)
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([path("ws/play/<uuid:session_id>/", consumer)])))
+
+
 async def test_a_flood_of_inputs_is_rate_limited_with_an_error(running: Any) -> None:
     session, _ = running
     owner = await database_sync_to_async(lambda: session.owner)()
-    communicator = await connect(session.pk, owner)
+    flood = 1000
+    communicator = WebsocketCommunicator(
+        application_with_clock(TickingClock(step_seconds=1 / flood)),  # 1,000 inputs a second, as the bucket sees it
+        f"/ws/play/{session.pk}/",
+        headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", await database_sync_to_async(cookie_for)(owner))],
+    )
     await communicator.connect()
     await communicator.receive_json_from()
-    for sequence in range(1, 101):
+    for sequence in range(1, flood + 1):
         await communicator.send_json_to({"type": "key_up", "key": "KeyW", "seq": sequence})
-    replies = [await communicator.receive_json_from(timeout=5) for _ in range(100)]
-    assert any(reply["type"] == "error" and "slow down" in reply["error"] for reply in replies)
+    replies = [await communicator.receive_json_from(timeout=10) for _ in range(flood)]
+    accepted = [reply["seq"] for reply in replies if reply["type"] == "accepted"]
+    refused = [reply for reply in replies if reply["type"] != "accepted"]
+    assert accepted[:INPUT_BURST] == list(range(1, INPUT_BURST + 1))  # the burst goes through untouched
+    # Then the refill rate over the flood's one second, give or take the token the second ends halfway through.
+    assert abs(len(accepted) - (INPUT_BURST + INPUT_RATE_PER_SECOND)) <= 1
+    assert all(reply["type"] == "error" and "slow down" in reply["error"] for reply in refused)
+    assert sorted(accepted + [reply["seq"] for reply in refused]) == list(range(1, flood + 1))
+    logged = await database_sync_to_async(SessionEvent.objects.filter(session=session).count)()
+    assert logged == len(accepted)
     await communicator.disconnect()
 
 

@@ -52,8 +52,13 @@
       if (event.data instanceof ArrayBuffer) frame(event.data);
       else handle(JSON.parse(event.data));
     });
-    socket.addEventListener("close", () => {
+    socket.addEventListener("close", (event) => {
       if (state === "ended") return;
+      // 4001: the sign-in ended (log-out, password change, suspension); reconnecting would only be refused.
+      if (event.code === 4001) {
+        location.assign(`/accounts/login/?next=${encodeURIComponent(location.pathname)}`);
+        return;
+      }
       state = "reconnecting";
       showStatus();
       setTimeout(connect, backoff);
