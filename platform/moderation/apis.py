@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.shortcuts import get_object_or_404
+from django.urls import reverse_lazy
+from django.utils.text import format_lazy
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.request import Request
@@ -35,6 +37,20 @@ class IsModerator(permissions.BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return bool(request.user and request.user.is_authenticated and request.user.has_perm(MODERATE))
+
+
+class HasSecondFactor(permissions.BasePermission):
+    """A moderator holding the second factor that policy asks for (checked after IsModerator)."""
+
+    message = format_lazy(
+        "Moderating needs a second factor: set up an authenticator app at {} first.", reverse_lazy("mfa_index")
+    )
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return not selectors.second_factor_missing(moderator=request.user)
+
+
+MODERATOR_PERMISSIONS = [IsModerator, HasSecondFactor]
 
 
 class ReasonSerializer(serializers.Serializer):
@@ -109,7 +125,7 @@ class ReportCreateApi(APIView):
 class QueueListApi(APIView):
     """Open queue items, oldest first, filtered by kind, category, rating or automated verdict."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     class InputSerializer(serializers.Serializer):
         kind = serializers.ChoiceField(choices=QueueKind.choices, required=False)
@@ -127,7 +143,7 @@ class QueueListApi(APIView):
 class QueueItemDetailApi(APIView):
     """One queue item with the content (the version's document), the check results and the report or appeal."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     class OutputSerializer(serializers.Serializer):
         item = QueueItemSerializer()
@@ -158,7 +174,7 @@ class QueueItemDetailApi(APIView):
 class VersionReviewApi(APIView):
     """Approve or reject a submitted version; a rejection needs a reason, which the creator reads."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     class InputSerializer(ReasonSerializer):
         decision = serializers.ChoiceField(choices=["approve", "reject"])
@@ -181,7 +197,7 @@ class VersionReviewApi(APIView):
 class WorldModerateApi(APIView):
     """Take a world down, restore it, or feature it on the home page (or stop)."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     class InputSerializer(ReasonSerializer):
         action = serializers.ChoiceField(choices=["take_down", "restore", "feature", "unfeature"])
@@ -205,7 +221,7 @@ class WorldModerateApi(APIView):
 class UserModerateApi(APIView):
     """Warn a person (they read it on their submissions page), suspend their account, or lift a suspension."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
     SERVICES = {"warn": services.user_warn, "suspend": services.user_suspend, "reinstate": services.user_reinstate}
 
     class InputSerializer(ReasonSerializer):
@@ -224,7 +240,7 @@ class UserModerateApi(APIView):
 class ReportDismissApi(APIView):
     """Close a report that needs no action, saying why."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     @extend_schema(request=ReasonSerializer, responses=None)
     def post(self, request: Request, report_id: int) -> Response:
@@ -263,7 +279,7 @@ class AppealCreateApi(APIView):
 class AppealDecideApi(APIView):
     """Grant an appeal (approve the rejected version, or restore the world) or deny it, saying why."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     class InputSerializer(ReasonSerializer):
         grant = serializers.BooleanField()
@@ -299,7 +315,7 @@ class SubmissionListApi(APIView):
 class AuditLogApi(APIView):
     """The audit log, newest first (read-only: there is no way to change it)."""
 
-    permission_classes = [IsModerator]
+    permission_classes = MODERATOR_PERMISSIONS
 
     @extend_schema(responses=AuditEntrySerializer(many=True))
     def get(self, request: Request) -> Response:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from allauth.mfa.models import Authenticator
+from allauth.mfa.utils import is_mfa_enabled
+from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import User
@@ -20,6 +23,14 @@ from worlds.models import ReviewStatus, WorldVersion
 
 QUEUE_PAGE_SIZE = 50
 BLOCKED_OUTPUTS_PAGE_SIZE = 100
+
+
+def second_factor_missing(*, moderator: User) -> bool:
+    """Whether policy asks this moderator for an authenticator app they have not set up yet.
+
+    Holding one is enough: once it is set up, allauth asks for its code at every log-in.
+    """
+    return settings.MODERATORS_REQUIRE_SECOND_FACTOR and not is_mfa_enabled(moderator, [Authenticator.Type.TOTP])
 
 
 def queue_open(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import partial, wraps
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -20,7 +20,22 @@ from moderation.forms import AppealForm, OptionalReasonForm, QueueFilterForm, Re
 from moderation.models import Appeal, AuditEntry, CheckResult, QueueItem, Report
 from worlds.models import World, WorldVersion
 
-moderator_only = permission_required(MODERATE, raise_exception=True)
+SECOND_FACTOR_NEEDED = "Moderating needs a second factor: set up an authenticator app to continue."
+
+
+def moderator_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Moderators only; where policy asks for it, only once they have set up a second factor."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *arguments: Any, **keywords: Any) -> HttpResponse:
+        if not request.user.has_perm(MODERATE):
+            raise PermissionDenied
+        if selectors.second_factor_missing(moderator=request.user):
+            messages.warning(request, SECOND_FACTOR_NEEDED)
+            return redirect("mfa_activate_totp")
+        return view(request, *arguments, **keywords)
+
+    return checked
 
 
 @login_required

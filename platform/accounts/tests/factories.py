@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import factory
+from allauth.mfa import app_settings as mfa_settings
+from allauth.mfa.totp.internal.auth import TOTP, format_hotp_value, hotp_value
 
 from accounts.models import User
 from accounts.services import moderator_grant, user_roles_on_sign_up
 
 PASSWORD = "correct-horse-battery-staple"
+TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -29,7 +33,20 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 
 class ModeratorFactory(UserFactory):
+    """A moderator who has set up an authenticator app, as production asks; `second_factor=False` for one who
+    has not. Every one shares TOTP_SECRET, so tests can compute their codes."""
+
     @factory.post_generation
     def moderator(user: User, create: bool, extracted: Any, **_: Any) -> None:
         if create:
             moderator_grant(user=user)
+
+    @factory.post_generation
+    def second_factor(user: User, create: bool, extracted: Any, **_: Any) -> None:
+        if create and extracted is not False:
+            TOTP.activate(user, TOTP_SECRET)
+
+
+def totp_code(secret: str = TOTP_SECRET) -> str:
+    """The code an authenticator app shows right now."""
+    return format_hotp_value(hotp_value(secret, int(time.time()) // mfa_settings.TOTP_PERIOD))
