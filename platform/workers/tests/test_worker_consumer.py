@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import secrets
+import uuid
+from datetime import timedelta
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.core.management import call_command
+from django.utils import timezone
 
 from config.routing import application
 from inference import protocol
+from stories.services import session_group
+from stories.tests.factories import PlaySessionFactory
 from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
 from workers.services import worker_issue_token
@@ -38,10 +46,31 @@ async def connect_worker(name: str = "gpu-box-1") -> WebsocketCommunicator:
     return communicator
 
 
-async def test_it_refuses_a_forged_token() -> None:
+@pytest.mark.parametrize(
+    "forged", ["wlw_forged-token", "wlw_" + secrets.token_urlsafe(32), secrets.token_urlsafe(36), ""]
+)
+async def test_it_refuses_a_forged_token(forged: str) -> None:
     await database_sync_to_async(worker_issue_token)(name="gpu-box-1")
-    _, connected = await connect("wlw_forged-token")
+    _, connected = await connect(forged)
     assert not connected
+
+
+async def test_it_refuses_an_expired_token_and_accepts_one_within_its_lifetime() -> None:
+    _, expired = await database_sync_to_async(worker_issue_token)(name="old-box", lifetime=timedelta(seconds=-1))
+    _, connected = await connect(expired)
+    assert not connected
+    _, fresh = await database_sync_to_async(worker_issue_token)(name="new-box", lifetime=timedelta(minutes=1))
+    communicator, connected = await connect(fresh)
+    assert connected
+    await communicator.disconnect()
+
+
+async def test_the_worker_token_command_issues_a_token_for_the_days_asked(capsys: pytest.CaptureFixture[str]) -> None:
+    await database_sync_to_async(call_command)("worker_token", "gpu-box-9", "--days", "7")
+    token = capsys.readouterr().out.strip()
+    worker = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-9")
+    assert token.startswith("wlw_")
+    assert timedelta(days=7) - timedelta(minutes=1) < worker.token_expires_at - timezone.now() <= timedelta(days=7)
 
 
 async def test_it_refuses_a_rotated_token() -> None:
@@ -98,3 +127,37 @@ async def test_a_disconnected_worker_no_longer_counts() -> None:
     assert await database_sync_to_async(workers_connected().count)() == 1
     await communicator.disconnect()
     assert await database_sync_to_async(workers_connected().count)() == 0
+
+
+async def assigned(communicator: WebsocketCommunicator, worker_name: str, session_id: str) -> None:
+    """Give the session to the worker as stories.services does: a session.open on the worker's channel."""
+    channel = await database_sync_to_async(lambda: WorkerNode.objects.get(name=worker_name).channel_name)()
+    message = {"type": "session.open", "session": session_id}
+    await get_channel_layer().send(channel, {"type": "worker.forward", "message": message})
+    assert (await communicator.receive_json_from())["type"] == "session.open"
+
+
+async def test_a_worker_may_publish_only_to_the_sessions_assigned_to_it() -> None:
+    owner_worker, other_worker = await connect_worker("gpu-box-1"), await connect_worker("gpu-box-2")
+    session = str((await database_sync_to_async(PlaySessionFactory)()).pk)
+    browsers = await get_channel_layer().new_channel()  # stands where the session's browsers listen
+    await get_channel_layer().group_add(session_group(session), browsers)
+    await assigned(owner_worker, "gpu-box-1", session)
+    strangers = [str(uuid.uuid4()), session]  # a session nobody runs, and one another worker runs
+    for target in strangers:
+        await other_worker.send_to(bytes_data=protocol.frame_encode(session=target, number=9, sequence=0, jpeg=b"x"))
+        assert "not assigned" in (await other_worker.receive_json_from())["error"]
+        await other_worker.send_json_to({"type": "session.narration", "session": target, "text": "forged"})
+        assert "not assigned" in (await other_worker.receive_json_from())["error"]
+    await owner_worker.send_json_to({"type": "session.narration", "session": session, "text": "the real one"})
+    relayed = await get_channel_layer().receive(browsers)
+    assert relayed["message"] == {"type": "narration", "text": "the real one"}  # and nothing forged before it
+    await get_channel_layer().send(
+        await database_sync_to_async(lambda: WorkerNode.objects.get(name="gpu-box-1").channel_name)(),
+        {"type": "worker.forward", "message": {"type": "session.close", "session": session}},
+    )
+    assert (await owner_worker.receive_json_from())["type"] == "session.close"
+    await owner_worker.send_json_to({"type": "session.narration", "session": session, "text": "after closing"})
+    assert "not assigned" in (await owner_worker.receive_json_from())["error"]
+    await owner_worker.disconnect()
+    await other_worker.disconnect()
