@@ -24,6 +24,7 @@ def signed_in(page: Page, platform: LivePlatform, user: Any) -> None:
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": platform.url}])
 
 
+# wait_for_function would evaluate its predicate as a string, which the page's CSP (no 'unsafe-eval') refuses.
 def frame_number(page: Page) -> int:
     return int(page.locator("canvas").get_attribute("data-frame") or 0)
 
@@ -36,14 +37,15 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     session = PlaySessionFactory(version=version)
     signed_in(page, live_platform, session.owner)
     page.goto(f"/play/session/{session.pk}/")
-    page.wait_for_function("Number(document.querySelector('canvas').dataset.frame || 0) > 3")
+    wait_until(lambda: frame_number(page) > 3)
     expect(page.locator(".player-status")).to_contain_text("fps")
     before = page.locator("canvas").evaluate("canvas => canvas.toDataURL()")
     page.locator("canvas").click()
     page.keyboard.down("KeyW")
     page.wait_for_timeout(600)
     page.keyboard.up("KeyW")
-    page.wait_for_function(f"Number(document.querySelector('canvas').dataset.frame) > {frame_number(page) + 3}")
+    moved_at = frame_number(page)
+    wait_until(lambda: frame_number(page) > moved_at + 3)
     assert page.locator("canvas").evaluate("canvas => canvas.toDataURL()") != before
     page.get_by_label("Change the world").fill("make it night")
     page.get_by_role("button", name="Send").click()
@@ -65,7 +67,7 @@ def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_plat
     signed_in(page, live_platform, session.owner)
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"/play/session/{session.pk}/")
-    page.wait_for_function("Number(document.querySelector('canvas').dataset.frame || 0) > 2")
+    wait_until(lambda: frame_number(page) > 2)
     button = page.get_by_role("button", name="Forward")
     button.dispatch_event("pointerdown")
     page.wait_for_timeout(400)
