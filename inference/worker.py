@@ -221,6 +221,8 @@ class InferenceWorker:
     def apply(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         kind = message["type"]
         try:
+            if kind == "session.open" and message["session"] in self.host.sessions:
+                return self.reopen_hosted(message)
             if kind == "session.open":
                 return self.host.open(message)
             if kind == "session.input":
@@ -239,6 +241,18 @@ class InferenceWorker:
         else:
             logger.warning("ignoring a %s message this worker does not handle", kind)
         return []
+
+    def reopen_hosted(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """The platform opens a session this worker already hosts (a browser arrived, or a restarted daphne
+        or channel layer may have lost messages): say where its story stands and apply the logged inputs that
+        never arrived; the host skips those it applied already."""
+        session = message["session"]
+        replies: list[dict[str, Any]] = [{"type": "session.opened", "session": session,
+                                          "tick": self.host.sessions[session].tick}]  # fmt: skip
+        replies += self.host.refresh(session)
+        for pending in message.get("pending", []):
+            replies += self.host.input(session, int(pending["sequence"]), pending["input"])
+        return replies
 
     def close_all(self) -> None:
         for session in list(self.host.sessions):

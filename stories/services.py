@@ -6,11 +6,13 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -113,7 +115,18 @@ def session_dispatch(*, session: PlaySession) -> WorkerNode | None:
 
 
 def sessions_dispatch_queued() -> int:
-    """Dispatch waiting sessions, first come first served, while workers have room; how many were placed."""
+    """Dispatch waiting sessions, first come first served, while workers have room; how many were placed.
+
+    Called when a worker says hello. A worker's new connection hosts nothing (a worker drops its sessions with
+    its connection), yet after daphne or the channel layer restarted no disconnect may have been handled for
+    the old one, or the open sent to it was lost: the sessions the database still gives to a worker that
+    connected just now are opened on it again (a worker that does host one answers as to a refresh).
+    """
+    recently = timezone.now() - timedelta(seconds=settings.WORKER_STALE_AFTER_SECONDS)
+    for session in PlaySession.objects.filter(
+        status=SessionStatus.RUNNING, worker__connected_at__gte=recently, worker__disconnected_at__isnull=True
+    ).select_related("worker"):
+        session_reopen(session=session)
     placed = 0
     for session in PlaySession.objects.filter(status=SessionStatus.QUEUED).order_by("queued_at"):
         if session_dispatch(session=session) is None:
@@ -244,7 +257,7 @@ def session_watched(*, session_id: Any, change: int) -> int:
 @transaction.atomic
 def session_resume(*, session: PlaySession) -> None:
     """A browser arrived: a parked session queues again and is dispatched from its snapshot and log; a
-    running one resends where its story stands."""
+    running one is reopened on its worker (see session_reopen)."""
     PlaySession.objects.filter(pk=session.pk, status=SessionStatus.PARKED).update(
         status=SessionStatus.QUEUED, queued_at=timezone.now()
     )
@@ -252,7 +265,15 @@ def session_resume(*, session: PlaySession) -> None:
     if session.status == SessionStatus.QUEUED:
         session_dispatch(session=session)
     elif session.status == SessionStatus.RUNNING and session.worker is not None:
-        send_to_worker(session.worker.channel_name, {"type": "session.refresh", "session": str(session.pk)})
+        session_reopen(session=session)
+
+
+def session_reopen(*, session: PlaySession) -> None:
+    """Send a running session's open to its worker again: a worker hosting it resends where its story stands
+    and applies logged inputs it never received; one that lost it (a restart of daphne or of the channel
+    layer dropped its connection without a disconnect, or the first open) reopens it from snapshot and log."""
+    assert session.worker is not None
+    send_to_worker(session.worker.channel_name, session_open_message(session=session))
 
 
 @transaction.atomic

@@ -1,0 +1,224 @@
+"""Faults injected into real processes: daphne, Redis and PostgreSQL restarted, a Celery child killed
+mid-task, a browser that stops reading. Each uses private services on free ports (the machine's shared Redis
+and PostgreSQL are never touched) and bounds every wait. The worker killed mid-session is in
+tests/test_play_full_stack.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import signal
+import time
+from typing import Any
+
+import pytest
+import websockets
+from celery import Celery
+
+from common.tasks import worker_roundtrip
+from stories.models import SessionEvent
+from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from tests.faults import celery_worker, private_redis, serve, stop
+from tests.fixtures import Player, choice_leading_to, cookie_for, free_port, platform_environment, wait_until
+from tests.test_play_full_stack import DEMO_STORY, brightness, worker_process
+
+pytestmark = pytest.mark.slow
+
+
+async def connected_player(url: str, origin: str, cookie: str, seconds: float = 30) -> Any:
+    """A WebSocket to the play endpoint, retried (bounded) while the platform comes back, as the page does."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return await websockets.connect(url, additional_headers={"Cookie": cookie, "Origin": origin},
+                                            open_timeout=5)  # fmt: skip
+        except (OSError, TimeoutError, websockets.InvalidHandshake):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.25)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_applied_twice() -> None:
+    port = free_port()
+    platform = serve(port, "--no-in-process-worker")
+    worker = worker_process(platform, "survivor")  # a process of its own: it outlives daphne
+    try:
+        wait_until(lambda: platform.health()["inference_workers"]["connected"] == 1, timeout_seconds=30)
+        session = PlaySessionFactory(version=WorldVersionFactory(document=DEMO_STORY))
+        cookie = cookie_for(session.owner)
+        url = f"{platform.ws_url}/ws/play/{session.pk}/"
+        # The page's state kept across reconnects: inputs by client sequence until the platform accepts them.
+        sent: dict[int, dict[str, Any]] = {}
+
+        async def before_the_crash() -> tuple[int, float]:
+            async with await connected_player(url, platform.url, cookie) as socket:
+                player = Player(socket)
+                await player.read_until(lambda p: len(p.frames) >= 2 and p.last("choices"), seconds=40)
+                for kind, fields in (("prompt", {"text": "make it night"}),
+                                     ("choice", {"index": await asyncio.to_thread(choice_leading_to, session,
+                                                                                  "arrival", "ask-eve")})):  # fmt: skip
+                    seq = await player.send(kind, **fields)
+                    sent[seq] = {"type": kind, "seq": seq, **fields}
+                    await player.read_until(lambda p, seq=seq: any(
+                        m["type"] == "accepted" and m["seq"] == seq for m in p.messages))  # fmt: skip
+                await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve", seconds=40)
+                # Wait until the world shows the night, so the state to restore is the changed one.
+                await player.read_until(lambda p: p.frames[-1][1] >= 3 and len(p.frames) > 10)
+                night = brightness(player.frames[-1][2])
+                # Pressed as daphne dies: logged or not, the page has no answer yet and sends it again.
+                seq = await player.send("key_down", key="KeyA")
+                sent[seq] = {"type": "key_down", "key": "KeyA", "seq": seq}
+                platform.process.send_signal(signal.SIGKILL)
+                platform.process.wait(timeout=10)
+                with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
+                    await player.read_until(lambda _: False, seconds=5)
+                return max(number for number, _, _ in player.frames), night
+
+        last_frame, night = asyncio.run(before_the_crash())
+        # Released while the platform is down: the page queues it.
+        sent[4] = {"type": "key_up", "key": "KeyA", "seq": 4}
+        restarted_at = time.monotonic()
+        platform = serve(port, "--no-in-process-worker")
+
+        async def after_the_restart() -> Player:
+            async with await connected_player(url, platform.url, cookie) as socket:
+                player = Player(socket)
+                player.sequence = 4
+                # The page resends what it has no `accepted` for; the second input's answer counts as lost
+                # with the old connection, so it is sent again too and must be recognised as a duplicate.
+                for seq in (2, 3, 4):
+                    await socket.send(json.dumps(sent[seq]))
+                await player.read_until(lambda p: len([m for m in p.messages if m["type"] == "accepted"]) == 3)
+                await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve", seconds=30)
+                newest = max(m["sequence"] for m in player.messages if m["type"] == "accepted")
+                await player.read_until(lambda p: p.frames and p.frames[-1][1] >= newest, seconds=30)
+                return player
+
+        player = asyncio.run(after_the_restart())
+        recovered = time.monotonic() - restarted_at
+        accepted = {m["seq"]: m for m in player.messages if m["type"] == "accepted"}
+        assert accepted[2]["duplicate"] is True
+        assert accepted[4]["duplicate"] is False
+        numbers = [number for number, _, _ in player.frames]
+        assert numbers == sorted(set(numbers))
+        assert numbers[0] > last_frame, "frame numbers go on growing across the restart"
+        assert abs(brightness(player.frames[-1][2]) - night) < 15, "the world is restored as it was, at night"
+        events = list(SessionEvent.objects.filter(session=session).order_by("sequence"))
+        assert [event.sequence for event in events] == list(range(1, len(events) + 1))
+        by_player = [event.client_sequence for event in events if event.player_id is not None]
+        assert sorted(by_player) == [1, 2, 3, 4], "every input the page sent is logged exactly once"
+        wait_until(lambda: not SessionEvent.objects.filter(session=session, applied_tick__isnull=True).exists())
+        assert recovered < 45
+    finally:
+        worker.kill()
+        worker.wait()
+        platform.stop()
+
+
+class ReconnectingPage:
+    """The play page's connection logic: reconnect (bounded) when the socket closes, resend what has no
+    `accepted` yet with its original client sequence, and keep acknowledging frames."""
+
+    def __init__(self, url: str, origin: str, cookie: str) -> None:
+        self.url, self.origin, self.cookie = url, origin, cookie
+        self.unconfirmed: dict[int, dict[str, Any]] = {}
+        self.player: Player | None = None
+        self.frames: list[tuple[int, int, bytes]] = []
+        self.reconnections = 0
+
+    async def open(self, seconds: float = 30) -> Player:
+        socket = await connected_player(self.url, self.origin, self.cookie, seconds=seconds)
+        sequence = self.player.sequence if self.player is not None else 0
+        self.player = Player(socket)
+        self.player.sequence = sequence
+        self.player.frames = self.frames  # one list across connections, to check numbers only grow
+        for message in self.unconfirmed.values():
+            await socket.send(json.dumps(message))
+        return self.player
+
+    async def send(self, kind: str, **fields: Any) -> int:
+        assert self.player is not None
+        self.player.sequence += 1
+        message = {"type": kind, "seq": self.player.sequence, **fields}
+        self.unconfirmed[self.player.sequence] = message
+        with contextlib.suppress(websockets.ConnectionClosed):
+            await self.player.connection.send(json.dumps(message))
+        return self.player.sequence
+
+    async def read_until(self, condition: Any, seconds: float) -> Any:
+        """Read, reconnecting whenever the socket closes, until `condition(player)` holds."""
+        deadline = time.monotonic() + seconds
+        while True:
+            assert self.player is not None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"condition not met within {seconds} s")
+            try:
+                return await self.player.read_until(self.confirming(condition), seconds=left)
+            except websockets.ConnectionClosed:
+                self.reconnections += 1
+                await self.player.connection.close()
+                await self.open(seconds=max(deadline - time.monotonic(), 1))
+
+    def confirming(self, condition: Any) -> Any:
+        def check(player: Player) -> Any:
+            for message in player.messages:
+                if message["type"] == "accepted":
+                    self.unconfirmed.pop(message["seq"], None)
+            return condition(player)
+
+        return check
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_redis_restarts_sessions_and_celery_recover_within_thirty_seconds() -> None:
+    with private_redis() as redis_server:
+        environment = platform_environment(REDIS_URL=redis_server.url, CELERY_BROKER_URL=redis_server.url,
+                                           CELERY_RESULT_BACKEND=redis_server.url)  # fmt: skip
+        platform = serve(free_port(), "--in-process-worker", environment=environment)
+        queue = f"faults-{secrets.token_hex(4)}"
+        celery, _ = celery_worker(queue, environment)
+        client = Celery("worldloom-fault-client", broker=redis_server.url, backend=redis_server.url,
+                        set_as_current=False)  # fmt: skip
+        try:
+            assert client.send_task(worker_roundtrip.name, args=["before"], queue=queue).get(timeout=60)["nonce"] == (
+                "before"
+            )
+            session = PlaySessionFactory()
+            page = ReconnectingPage(f"{platform.ws_url}/ws/play/{session.pk}/", platform.url,
+                                    cookie_for(session.owner))  # fmt: skip
+
+            async def through_the_restart() -> float:
+                await page.open()
+                await page.read_until(lambda p: len(p.frames) >= 3, seconds=30)
+                await page.send("key_down", key="KeyW")
+                await page.read_until(lambda p: p.frames[-1][1] >= 1, seconds=15)
+                last_before = page.frames[-1][0]
+                redis_server.kill()
+                await page.send("key_up", key="KeyW")  # sent while Redis is down: must arrive once
+                await asyncio.sleep(2)
+                restarted_at = time.monotonic()
+                await asyncio.to_thread(redis_server.start)
+                await page.read_until(lambda p: p.frames[-1][0] > last_before + 5 and p.frames[-1][1] >= 2, seconds=30)
+                return time.monotonic() - restarted_at
+
+            recovered = asyncio.run(through_the_restart())
+            assert recovered < 30
+            assert not page.unconfirmed
+            numbers = [number for number, _, _ in page.frames]
+            assert numbers == sorted(set(numbers))
+            events = list(SessionEvent.objects.filter(session=session).order_by("sequence"))
+            assert [(event.sequence, event.client_sequence) for event in events] == [(1, 1), (2, 2)]
+            started = time.monotonic()
+            assert client.send_task(worker_roundtrip.name, args=["after"], queue=queue).get(timeout=30)["nonce"] == (
+                "after"
+            )
+            assert time.monotonic() - started < 30
+            assert platform.health()["status"] == "ok"
+        finally:
+            client.close()
+            stop(celery)
+            platform.stop()
