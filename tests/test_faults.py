@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import secrets
 import signal
 import time
@@ -16,13 +17,17 @@ from typing import Any
 import pytest
 import websockets
 from celery import Celery
+from django.db import transaction
+from django.db.models import F
 
+from accounts.tests.factories import UserFactory
 from common.tasks import worker_roundtrip
 from stories.models import SessionEvent
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.faults import celery_worker, private_redis, serve, stop
+from tests.faults import celery_worker, child_pids, private_redis, serve, stop
 from tests.fixtures import Player, choice_leading_to, cookie_for, free_port, platform_environment, wait_until
 from tests.test_play_full_stack import DEMO_STORY, brightness, worker_process
+from worlds.tests.factories import CharacterFactory
 
 pytestmark = pytest.mark.slow
 
@@ -222,3 +227,65 @@ def test_after_redis_restarts_sessions_and_celery_recover_within_thirty_seconds(
             client.close()
             stop(celery)
             platform.stop()
+
+
+def acquaintance_due_for_a_summary() -> int:
+    """A player who told a character twenty things: one consolidation into a summary is due."""
+    from inference.language.embedding import HashedWordsEmbedder
+    from memories.models import Acquaintance
+    from memories.services import exchange_record
+    from memories.tasks import memories_consolidate
+
+    character, player = CharacterFactory(), UserFactory()
+    embedder = HashedWordsEmbedder()
+    # The twentieth exchange queues the consolidation; here it is the test that sends it, to its own worker.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memories_consolidate, "delay", lambda *_: None)
+        for turn in range(1, 21):
+            text = f"I counted {turn} gulls on the pier."
+            exchange_record(character=character, player=player, memories=[(text, 0.5, embedder.embed([text])[0])])
+    return Acquaintance.objects.get(character=character, player=player).pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_celery_child_killed_mid_task_runs_it_again_once_and_a_duplicate_delivery_has_one_effect() -> None:
+    from memories.models import Acquaintance, Memory, MemoryKind
+    from memories.tasks import memories_consolidate
+
+    with private_redis() as redis_server:
+        environment = platform_environment(CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url)
+        queue = f"faults-{secrets.token_hex(4)}"
+        celery, output = celery_worker(queue, environment)
+        client = Celery("worldloom-fault-client", broker=redis_server.url, backend=redis_server.url,
+                        set_as_current=False)  # fmt: skip
+        try:
+            wait_until(lambda: "ready." in output.text(), timeout_seconds=60)
+            killed_during = acquaintance_due_for_a_summary()
+            summaries = Memory.objects.filter(acquaintance_id=killed_during, kind=MemoryKind.SUMMARY)
+            # The test holds the acquaintance's row, so the task waits inside its transaction (after loading
+            # MiniLM) until the child is killed there; the lock goes with the test's transaction.
+            with transaction.atomic():
+                Acquaintance.objects.filter(pk=killed_during).update(turns=F("turns"))
+                result = client.send_task(memories_consolidate.name, args=[killed_during], queue=queue)
+                received = f"{memories_consolidate.name}[{result.id}] received"
+                wait_until(lambda: received in output.text(), timeout_seconds=30)
+                time.sleep(4)
+                (child,) = child_pids(celery.pid)
+                os.kill(child, signal.SIGKILL)
+                wait_until(lambda: "WorkerLostError" in output.text(), timeout_seconds=20)
+                assert not summaries.exists()
+            assert result.get(timeout=90) is True, "the task ran again on a new child and wrote the summary"
+            assert summaries.count() == 1
+
+            delivered_twice = acquaintance_due_for_a_summary()
+            task_id = f"consolidate-{delivered_twice}"
+            first, _ = (client.send_task(memories_consolidate.name, args=[delivered_twice], queue=queue,
+                                              task_id=task_id) for _ in range(2))  # fmt: skip
+            first.get(timeout=60)
+            wait_until(lambda: output.text().count(f"Task {memories_consolidate.name}[{task_id}] succeeded") == 2,
+                       timeout_seconds=60)  # fmt: skip
+            assert Memory.objects.filter(acquaintance_id=delivered_twice, kind=MemoryKind.SUMMARY).count() == 1
+            assert summaries.count() == 1
+        finally:
+            client.close()
+            stop(celery)
