@@ -24,7 +24,7 @@ from accounts.tests.factories import UserFactory
 from common.tasks import worker_roundtrip
 from stories.models import SessionEvent
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.faults import celery_worker, child_pids, private_redis, serve, stop
+from tests.faults import celery_worker, child_pids, private_redis, resident_kib, serve, stop
 from tests.fixtures import Player, choice_leading_to, cookie_for, free_port, platform_environment, wait_until
 from tests.test_play_full_stack import DEMO_STORY, brightness, worker_process
 from worlds.tests.factories import CharacterFactory
@@ -289,3 +289,55 @@ def test_a_celery_child_killed_mid_task_runs_it_again_once_and_a_duplicate_deliv
         finally:
             client.close()
             stop(celery)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reader_that_stops_for_thirty_seconds_is_held_to_a_bounded_buffer_and_slows_no_one() -> None:
+    platform = serve(free_port(), "--in-process-worker")
+    try:
+        stalled_session, playing_session = PlaySessionFactory(), PlaySessionFactory()
+        urls = [f"{platform.ws_url}/ws/play/{session.pk}/" for session in (stalled_session, playing_session)]
+        cookies = [cookie_for(session.owner) for session in (stalled_session, playing_session)]
+
+        async def both() -> dict[str, Any]:
+            async with (
+                await connected_player(urls[0], platform.url, cookies[0]) as stalled_socket,
+                await connected_player(urls[1], platform.url, cookies[1]) as playing_socket,
+            ):
+                stalled, playing = Player(stalled_socket), Player(playing_socket)
+                await asyncio.gather(
+                    *(p.read_until(lambda p: len(p.frames) >= 5, seconds=40) for p in (stalled, playing))
+                )
+
+                async def frames_per_second(seconds: float) -> float:
+                    before = len(playing.frames)
+                    with contextlib.suppress(TimeoutError):
+                        await playing.read_until(lambda _: False, seconds=seconds)
+                    return (len(playing.frames) - before) / seconds
+
+                rate_before = await frames_per_second(5)
+                stalled_at_frame, memory_before = stalled.frames[-1][0], resident_kib(platform.process.pid)
+                # The stalled reader neither reads nor acknowledges for 30 s; the other keeps playing.
+                await frames_per_second(15)
+                rate_during = await frames_per_second(15)
+                memory_after = resident_kib(platform.process.pid)
+                resumed_at, caught_up = time.monotonic(), len(stalled.frames)
+                # At 20 frames a second the session moved on by hundreds of frames while nobody read it.
+                await stalled.read_until(lambda p: p.frames[-1][0] > stalled_at_frame + 300, seconds=5)
+                latency = time.monotonic() - resumed_at
+                first_live = len(stalled.frames) - 1
+                await stalled.read_until(lambda p: len(p.frames) > first_live + 5, seconds=10)
+                after = [number for number, _, _ in stalled.frames[first_live:]]
+                return {"rate_before": rate_before, "rate_during": rate_during, "latency": latency,
+                        "memory_growth_kib": memory_after - memory_before, "backlog_read": first_live - caught_up,
+                        "after": after}  # fmt: skip
+
+        seen = asyncio.run(both())
+        # Two frames were in flight and the newest waited: nothing of the 30 s backlog is replayed.
+        assert seen["backlog_read"] <= 3, seen
+        assert seen["latency"] < 1, seen
+        assert seen["after"][1] - seen["after"][0] <= 3, "the frame it got was the live one, the next follows it"
+        assert seen["memory_growth_kib"] < 30 * 1024, seen
+        assert seen["rate_during"] >= 0.5 * seen["rate_before"], seen
+    finally:
+        platform.stop()
