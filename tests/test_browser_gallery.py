@@ -9,10 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from allauth.mfa.models import Authenticator
 from playwright.sync_api import Browser, Page, expect
 
 from accounts.models import User
-from accounts.tests.factories import PASSWORD, ModeratorFactory, UserFactory
+from accounts.tests.factories import PASSWORD, ModeratorFactory, UserFactory, totp_code
 from tests.fixtures import LivePlatform, platform_environment, start_platform
 from worlds.tests.factories import CharacterFactory, WorldFactory
 
@@ -34,6 +35,9 @@ def tab(browser: Browser, platform: LivePlatform, user: User) -> Page:
     page.get_by_label("Login").fill(user.username)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign In").click()
+    if Authenticator.objects.filter(user=user).exists():  # moderators have an authenticator app
+        page.get_by_placeholder("Code").fill(totp_code())
+        page.get_by_role("button", name="Sign In").click()
     expect(page.get_by_role("navigation", name="Main")).to_contain_text(f"Signed in as {user.username}")
     return page
 
