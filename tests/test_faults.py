@@ -11,10 +11,13 @@ import json
 import os
 import secrets
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
 import pytest
+import requests
 import websockets
 from celery import Celery
 from django.db import transaction
@@ -24,8 +27,8 @@ from accounts.tests.factories import UserFactory
 from common.tasks import worker_roundtrip
 from stories.models import SessionEvent
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.faults import celery_worker, child_pids, private_redis, resident_kib, serve, stop
-from tests.fixtures import Player, choice_leading_to, cookie_for, free_port, platform_environment, wait_until
+from tests.faults import celery_worker, child_pids, private_postgres, private_redis, resident_kib, serve, stop
+from tests.fixtures import ROOT, Player, choice_leading_to, cookie_for, free_port, platform_environment, wait_until
 from tests.test_play_full_stack import DEMO_STORY, brightness, worker_process
 from worlds.tests.factories import CharacterFactory
 
@@ -341,3 +344,26 @@ def test_a_reader_that_stops_for_thirty_seconds_is_held_to_a_bounded_buffer_and_
         assert seen["rate_during"] >= 0.5 * seen["rate_before"], seen
     finally:
         platform.stop()
+
+
+def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover() -> None:
+    with private_postgres() as postgres:
+        environment = platform_environment(DATABASE_URL=postgres.url())
+        subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "--verbosity", "0"], cwd=ROOT,
+                       env=environment, check=True, timeout=180)  # fmt: skip
+        platform = serve(free_port(), "--no-in-process-worker", environment=environment)
+        try:
+            assert requests.get(f"{platform.url}/", timeout=10).status_code == 200
+            postgres.stop()
+            for path in ("/", "/healthz", "/api/gallery/worlds/"):
+                started = time.monotonic()
+                answer = requests.get(f"{platform.url}{path}", timeout=30)
+                elapsed = time.monotonic() - started
+                assert answer.status_code == 503, (path, answer.status_code, answer.text[:500])
+                assert "database" in answer.text, "a sentence that says what is wrong, not a traceback page"
+                assert elapsed < 3, (path, elapsed)
+            postgres.start()
+            wait_until(lambda: requests.get(f"{platform.url}/", timeout=10).status_code == 200, timeout_seconds=15)
+            assert platform.health()["status"] == "ok"
+        finally:
+            platform.stop()
