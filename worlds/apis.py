@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from django.db import models
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404
@@ -61,9 +62,24 @@ class BeatSerializer(serializers.ModelSerializer):
         exclude = ["id", "story"]
 
 
+class NotNullJSONField(serializers.JSONField):
+    """A JSON value that may not be null. DRF checks for null before it decodes a form field, so a form's text
+    "null" slips past as None and reaches the database's NOT NULL constraint (a 500) without this check."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if value is None and not self.allow_null:
+            self.fail("null")
+        return value
+
+
 class OwnedSerializer(serializers.ModelSerializer):
     """A serializer whose nested lists (declared in `children`) are saved with the parent by a service."""
 
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.JSONField: NotNullJSONField,
+    }
     children: ClassVar[tuple[str, ...]] = ()
 
     def create(self, validated_data: dict[str, Any]) -> Model:

@@ -48,6 +48,12 @@ def test_the_api_reports_model_validation_by_field(api: APIClient) -> None:
     assert not World.objects.exists()
 
 
+def test_a_form_s_null_for_a_json_field_is_a_validation_error_not_a_server_error(api: APIClient) -> None:
+    response = api.post("/api/lorebooks/", {"name": "Harbour lore", "extensions": "null"}, format="multipart")
+    assert response.status_code == 400
+    assert "extensions" in response.json()
+
+
 def test_a_lorebook_is_written_with_its_entries_and_a_bad_entry_saves_nothing(api: APIClient) -> None:
     good = {"name": "Lore", "entries": [{"keys": ["lighthouse"], "content": "Dark since the storm."}]}
     created = api.post("/api/lorebooks/", good, format="json")
