@@ -12,6 +12,7 @@ from bench import (
     Skipped,
     engine_speed,
     gallery_speed,
+    load_speed,
     narrative_quality,
     narrative_speed,
     runtime_speed,
@@ -27,6 +28,7 @@ BENCHMARKS: dict[str, Measure] = {
     "runtime_bench": runtime_speed.run,
     "gallery_bench": gallery_speed.run,
     "narrative_bench": narrative_speed.run,
+    "load_bench": load_speed.run,
 }
 EVALUATIONS: dict[str, Measure] = {
     "world_eval": world_quality.run,

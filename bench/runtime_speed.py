@@ -101,10 +101,14 @@ class serving:
             self.process.wait()
 
 
-def fixtures(sessions: int, live: bool = False, spectators: int = 0) -> tuple[list[str], list[str]]:
-    """Session ids and the cookies of their players (and of the Live world's spectators)."""
+def fixtures(
+    sessions: int, live: bool = False, spectators: int = 0, participate: bool = False
+) -> tuple[list[str], list[str]]:
+    """Session ids and the cookies of their players (and of the Live world's spectators, who with `participate`
+    join its first session as participants instead)."""
     from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
     from django.contrib.sessions.backends.db import SessionStore
+    from django.utils import timezone
 
     from accounts.services import user_create
     from stories.models import PlaySession
@@ -128,9 +132,12 @@ def fixtures(sessions: int, live: bool = False, spectators: int = 0) -> tuple[li
         owner,
         *(user_create(username=f"bench-{stamp}-{n}", email="", password=stamp) for n in range(sessions - 1)),
     ]
-    ids = [str(PlaySession.objects.create(version=version, owner=player, engine="raycaster", is_live=live).pk)
+    ids = [str(PlaySession.objects.create(version=version, owner=player, engine="raycaster", is_live=live,
+                                          queued_at=timezone.now()).pk)
            for player in players]  # fmt: skip
     watchers = [user_create(username=f"bench-{stamp}-s{n}", email="", password=stamp) for n in range(spectators)]
+    if participate:
+        PlaySession.objects.get(pk=ids[0]).participants.add(*watchers)
     return ids, [cookie(person) for person in players + watchers]
 
 
@@ -141,6 +148,8 @@ async def connect(url: str, session: str, cookie: str) -> Any:
         f"ws://{url}/ws/play/{session}/",
         additional_headers={"Cookie": cookie, "Origin": f"http://{url}"},
         max_size=2**22,
+        # A platform just out of a load test may still be draining it: wait for the handshake a while.
+        open_timeout=30,
     )
 
 

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from accounts.services import user_group
+from common.concurrency import database_call
 from stories import protocol, services
 from stories.models import PlaySession, SessionStatus
 from stories.selectors import live_text_refusal, session_role
@@ -38,7 +38,7 @@ async def park_later(session_id: Any) -> None:
     the sessions are reassigned anyway.
     """
     await asyncio.sleep(settings.PLAY_PARK_AFTER_SECONDS)
-    await database_sync_to_async(services.session_park_if_unwatched)(session_id=session_id)
+    await database_call(services.session_park_if_unwatched)(session_id=session_id)
 
 
 def session_for(session_id: str) -> PlaySession | None:
@@ -74,10 +74,10 @@ class PlayConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         user = self.scope["user"]
-        self.session = await database_sync_to_async(session_for)(self.scope["url_route"]["kwargs"]["session_id"])
+        self.session = await database_call(session_for)(self.scope["url_route"]["kwargs"]["session_id"])
         role = None
         if self.session is not None:
-            role = await database_sync_to_async(session_role)(session=self.session, user=user)
+            role = await database_call(session_role)(session=self.session, user=user)
         if role is None:
             await self.close()  # before accept: the handshake ends with 403 and no frame is ever sent
             return
@@ -95,15 +95,15 @@ class PlayConsumer(AsyncWebsocketConsumer):
             {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
              "role": role, "status": self.session.status}
         )  # fmt: skip
-        await database_sync_to_async(services.session_watched)(session_id=self.session.pk, change=1)
+        await database_call(services.session_watched)(session_id=self.session.pk, change=1)
         if self.session.status != SessionStatus.ENDED:
-            await database_sync_to_async(services.session_resume)(session=self.session)
+            await database_call(services.session_resume)(session=self.session)
 
     async def disconnect(self, code: int) -> None:
         if self.session is not None and hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
-            watchers = await database_sync_to_async(services.session_watched)(session_id=self.session.pk, change=-1)
+            watchers = await database_call(services.session_watched)(session_id=self.session.pk, change=-1)
             if watchers <= 0:
                 parking = asyncio.create_task(park_later(self.session.pk))
                 PARKING.add(parking)  # the loop holds tasks weakly; this keeps it alive after the consumer ends
@@ -128,11 +128,11 @@ class PlayConsumer(AsyncWebsocketConsumer):
                 {"type": "error", "error": "too many inputs; slow down", "seq": message.client_sequence}
             )
             return
-        refusal = await database_sync_to_async(live_text_refusal)(session=self.session, payload=message.payload)
+        refusal = await database_call(live_text_refusal)(session=self.session, payload=message.payload)
         if refusal is not None:
             await self.send_json({"type": "error", "error": refusal, "seq": message.client_sequence})
             return
-        event, new = await database_sync_to_async(services.session_input_append)(
+        event, new = await database_call(services.session_input_append)(
             session=self.session, player=self.scope["user"], client_sequence=message.client_sequence,
             payload=message.payload,
         )  # fmt: skip

@@ -57,13 +57,11 @@ def worker_least_loaded(*, engine: str) -> WorkerNode | None:
 
 
 def queue_place(*, session: PlaySession) -> int:
-    """1 for the first in line."""
-    return (
-        PlaySession.objects.filter(status=SessionStatus.QUEUED, queued_at__lte=session.queued_at)
-        .exclude(pk=session.pk)
-        .count()
-        + 1
-    )
+    """1 for the first in line; a session without a queueing time (made outside the services) is last."""
+    ahead = PlaySession.objects.filter(status=SessionStatus.QUEUED).exclude(pk=session.pk)
+    if session.queued_at is not None:
+        ahead = ahead.filter(queued_at__lte=session.queued_at)
+    return ahead.count() + 1
 
 
 def queue_estimated_wait_seconds(*, place: int) -> int:

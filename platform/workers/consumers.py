@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.cache import cache
 
+from common.concurrency import database_call
 from inference import protocol
 from inference.language.embedding import EMBEDDING_DIMENSIONS
 from moderation.services import generated_output_blocked_record
@@ -20,6 +25,12 @@ from stories.models import PlaySession
 from stories.selectors import character_recall, last_frame_key
 from workers import services
 from workers.models import WorkerNode
+
+# A failover replays to the newest frame number written; a quarter second is 5 frames at 20 a second.
+LAST_FRAME_EVERY_SECONDS = 0.25
+# How long a disconnecting worker's reports may take to be written before its sessions move on without them.
+RECORDS_DRAIN_SECONDS = 10.0
+logger = logging.getLogger(__name__)
 
 
 def embedding_decoded(text: Any) -> np.ndarray:
@@ -65,21 +76,32 @@ class WorkerConsumer(AsyncWebsocketConsumer):
     worker: WorkerNode | None = None
 
     async def connect(self) -> None:
-        self.worker = await database_sync_to_async(services.worker_authenticate)(token=bearer_token(self.scope))
+        self.worker = await database_call(services.worker_authenticate)(token=bearer_token(self.scope))
         if self.worker is None:
             await self.close()  # before accept: the handshake ends with 403
             return
         # Sessions this worker was given; it may speak of no other (a worker cannot write into others' streams).
         self.assigned: set[str] = set()
+        self.records: asyncio.Queue[tuple[Callable[..., None], dict[str, Any]]] = asyncio.Queue()
+        self.recorder = asyncio.create_task(self.records_write())
+        # Each session's newest frame number, and when it was last written to the cache.
+        self.last_frames: dict[str, int] = {}
+        self.last_frames_written: dict[str, float] = {}
         await self.accept()
-        await database_sync_to_async(services.worker_connect)(worker=self.worker, channel_name=self.channel_name)
+        await database_call(services.worker_connect)(worker=self.worker, channel_name=self.channel_name)
         await self.send_message(
             protocol.welcome_message(worker=self.worker.name, heartbeat_seconds=settings.WORKER_HEARTBEAT_SECONDS)
         )
 
     async def disconnect(self, code: int) -> None:
+        if hasattr(self, "recorder"):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.records.join(), RECORDS_DRAIN_SECONDS)
+            self.recorder.cancel()
         if self.worker is not None:
-            await database_sync_to_async(self.worker_gone)()
+            await cache.aset_many({last_frame_key(session): number for session, number in self.last_frames.items()},
+                                  timeout=None)  # fmt: skip
+            await database_call(self.worker_gone)()
 
     def worker_gone(self) -> None:
         services.worker_disconnect(worker=self.worker, channel_name=self.channel_name)
@@ -103,26 +125,59 @@ class WorkerConsumer(AsyncWebsocketConsumer):
 
     async def worker_hello(self, message: dict[str, Any]) -> None:
         hello = protocol.parse_hello(message)
-        await database_sync_to_async(services.worker_announce)(
+        await database_call(services.worker_announce)(
             worker=self.worker,
             engines=hello.engines,
             slots=hello.slots,
             free_slots=hello.free_slots,
             device=hello.device,
         )
-        await database_sync_to_async(play.sessions_dispatch_queued)()
+        await database_call(play.sessions_dispatch_queued)()
 
     async def worker_heartbeat(self, message: dict[str, Any]) -> None:
         heartbeat = protocol.parse_heartbeat(message)
-        await database_sync_to_async(services.worker_heartbeat)(worker=self.worker, free_slots=heartbeat.free_slots)
+        await database_call(services.worker_heartbeat)(worker=self.worker, free_slots=heartbeat.free_slots)
 
     async def session_frame(self, data: bytes) -> None:
         session, number, sequence, jpeg = protocol.frame_decode(data)
         self.check_assigned(session)
-        await cache.aset(last_frame_key(session), number, timeout=None)
         await self.channel_layer.group_send(
             play.session_group(session), {"type": "session.frame", "number": number, "sequence": sequence, "jpeg": jpeg}
         )
+        await self.last_frame_note(session, number)
+
+    async def last_frame_note(self, session: str, number: int) -> None:
+        """Keep the newest frame number where a failover finds it, at most every LAST_FRAME_EVERY_SECONDS.
+
+        Django's async cache calls run on the one thread that all consumers' database work shares: written
+        for every frame, they queued behind that work and held back every session's frames under load (20
+        players in one Live world stalled them). A failover replays to the last number written and numbers
+        its frames from there, so a browser waits at most that long for a frame newer than it has.
+        """
+        self.last_frames[session] = number
+        now = time.monotonic()
+        if now - self.last_frames_written.get(session, 0.0) >= LAST_FRAME_EVERY_SECONDS:
+            self.last_frames_written[session] = now
+            await cache.aset(last_frame_key(session), number, timeout=None)
+
+    def record(self, service: Callable[..., None], **arguments: Any) -> None:
+        """Write what the worker reports (applied ticks, snapshots) behind the stream, in the order it came.
+
+        Awaited inline, each write held up the frames and inputs behind it in this one consumer: under a
+        load of 40 inputs a second the worker's channel filled and inputs were refused. One task writes them
+        in order; a disconnect waits for it before the sessions are reassigned, so a failover sees them all.
+        """
+        self.records.put_nowait((service, arguments))
+
+    async def records_write(self) -> None:
+        while True:
+            service, arguments = await self.records.get()
+            try:
+                await database_call(service)(**arguments)
+            except Exception:
+                logger.exception("could not record %s for worker %s", service.__name__, self.worker)
+            finally:
+                self.records.task_done()
 
     async def session_message(self, message: dict[str, Any]) -> None:
         session = protocol.parse_session_message(message)
@@ -131,9 +186,9 @@ class WorkerConsumer(AsyncWebsocketConsumer):
         if kind in self.narrative_handlers:
             await self.narrative_handlers[kind](self, session, message)
         elif kind == "session.applied":
-            await database_sync_to_async(play.session_input_applied)(
-                session_id=session, sequence=int(message["sequence"]), tick=int(message["tick"]),
-                events=list(message.get("events", [])), story=message.get("story"),
+            self.record(
+                play.session_input_applied, session_id=session, sequence=int(message["sequence"]),
+                tick=int(message["tick"]), events=list(message.get("events", [])), story=message.get("story"),
                 hooks=[str(name) for name in message.get("hooks", [])],
             )  # fmt: skip
         elif kind == "session.snapshot":
@@ -141,9 +196,9 @@ class WorkerConsumer(AsyncWebsocketConsumer):
                 engine_state = base64.b64decode(message["engine_state"], validate=True)
             except (binascii.Error, KeyError, TypeError):
                 raise protocol.ProtocolError("a snapshot needs its engine_state in base64") from None
-            await database_sync_to_async(play.session_snapshot_store)(
-                session_id=session, tick=int(message["tick"]), sequence=int(message["sequence"]),
-                engine_state=engine_state, narrative=message.get("narrative", {}),
+            self.record(
+                play.session_snapshot_store, session_id=session, tick=int(message["tick"]),
+                sequence=int(message["sequence"]), engine_state=engine_state, narrative=message.get("narrative", {}),
             )  # fmt: skip
         else:
             relayed = {key: value for key, value in message.items() if key != "session"}
@@ -156,7 +211,7 @@ class WorkerConsumer(AsyncWebsocketConsumer):
 
     async def session_recall(self, session: str, message: dict[str, Any]) -> None:
         query = embedding_decoded(message.get("query"))
-        recalled = await database_sync_to_async(recall_for)(session, message, query)
+        recalled = await database_call(recall_for)(session, message, query)
         await self.send_message({"type": "session.recalled", "session": session, "request": message.get("request"),
                                  **recalled})  # fmt: skip
 
@@ -171,7 +226,7 @@ class WorkerConsumer(AsyncWebsocketConsumer):
             raise protocol.ProtocolError(
                 "an exchange needs its sequence and memories as text, importance, embedding"
             ) from None
-        await database_sync_to_async(play.session_exchange_record)(
+        await database_call(play.session_exchange_record)(
             session_id=session, sequence=sequence, character_id=message.get("character"),
             speaker=message.get("speaker"), said=str(message.get("said", "")), reply=str(message.get("reply", "")),
             memories=memories,
@@ -182,12 +237,12 @@ class WorkerConsumer(AsyncWebsocketConsumer):
         if not isinstance(payload, dict):
             raise protocol.ProtocolError("a proposal needs its 'input'")
         try:
-            await database_sync_to_async(play.session_proposal_append)(session_id=session, payload=payload)
+            await database_call(play.session_proposal_append)(session_id=session, payload=payload)
         except ValueError as error:
             raise protocol.ProtocolError(str(error)) from None
 
     async def session_blocked(self, session: str, message: dict[str, Any]) -> None:
-        await database_sync_to_async(blocked_record)(session, message)
+        await database_call(blocked_record)(session, message)
 
     async def session_debug_prompt(self, session: str, message: dict[str, Any]) -> None:
         relayed = {"type": "debug_prompt", "character": message.get("character"),
