@@ -15,6 +15,7 @@ from typing import Any
 
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
 
 from accounts.services import user_group
 from common.concurrency import database_call
@@ -128,14 +129,20 @@ class PlayConsumer(AsyncWebsocketConsumer):
                 {"type": "error", "error": "too many inputs; slow down", "seq": message.client_sequence}
             )
             return
-        refusal = await database_call(live_text_refusal)(session=self.session, payload=message.payload)
-        if refusal is not None:
-            await self.send_json({"type": "error", "error": refusal, "seq": message.client_sequence})
+        try:
+            refusal = await database_call(live_text_refusal)(session=self.session, payload=message.payload)
+            if refusal is not None:
+                await self.send_json({"type": "error", "error": refusal, "seq": message.client_sequence})
+                return
+            event, new = await database_call(services.session_input_append)(
+                session=self.session, player=self.scope["user"], client_sequence=message.client_sequence,
+                payload=message.payload,
+            )  # fmt: skip
+        except DatabaseError:
+            # Nothing was logged (the transaction rolled back): say so, and the page sends it again later.
+            unavailable = "the database is unavailable; this input was not kept, try again shortly"
+            await self.send_json({"type": "error", "seq": message.client_sequence, "error": unavailable})
             return
-        event, new = await database_call(services.session_input_append)(
-            session=self.session, player=self.scope["user"], client_sequence=message.client_sequence,
-            payload=message.payload,
-        )  # fmt: skip
         await self.send_json({"type": "accepted", "seq": message.client_sequence, "sequence": event.sequence,
                               "duplicate": not new})  # fmt: skip
 

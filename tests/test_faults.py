@@ -346,15 +346,55 @@ def test_a_reader_that_stops_for_thirty_seconds_is_held_to_a_bounded_buffer_and_
         platform.stop()
 
 
+# Run against the private database in a process of its own: a player, a session of a world, and a sign-in.
+PLAYER_IN_PRIVATE_DATABASE = """
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.sessions.backends.db import SessionStore
+from django.utils import timezone
+from accounts.services import user_create
+from stories.models import PlaySession
+from worlds.documents import world_document
+from worlds.models import World, WorldVersion
+owner = user_create(username="outage", email="", password="outage-password-1")
+world = World.objects.create(owner=owner, title="Outage", slug="outage", logline="x", engine_parameters={"seed": 3})
+version = WorldVersion.objects.create(world=world, number=1, document=world_document(world), published_by=owner,
+                                      status="approved")
+session = PlaySession.objects.create(version=version, owner=owner, engine="raycaster", queued_at=timezone.now())
+store = SessionStore()
+store[SESSION_KEY], store[BACKEND_SESSION_KEY] = str(owner.pk), "django.contrib.auth.backends.ModelBackend"
+store[HASH_SESSION_KEY] = owner.get_session_auth_hash()
+store.save()
+print(session.pk, store.session_key)
+"""
+
+
 def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover() -> None:
     with private_postgres() as postgres:
         environment = platform_environment(DATABASE_URL=postgres.url())
         subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "--verbosity", "0"], cwd=ROOT,
                        env=environment, check=True, timeout=180)  # fmt: skip
+        made = subprocess.run([sys.executable, "manage.py", "shell", "-c", PLAYER_IN_PRIVATE_DATABASE], cwd=ROOT,
+                              env=environment, check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
+        session_id, session_key = made.stdout.split()[-2:]
         platform = serve(free_port(), "--no-in-process-worker", environment=environment)
+
+        async def input_during_the_outage() -> dict[str, Any]:
+            """A player's socket stays open while the database goes; an input then is refused, not lost quietly."""
+            socket = await connected_player(f"{platform.ws_url}/ws/play/{session_id}/", platform.url,
+                                            f"sessionid={session_key}")  # fmt: skip
+            player = Player(socket)
+            # Queued (no worker runs here): the platform has finished with the socket's arrival.
+            await player.read_until(lambda p: (status := p.last("status")) and status["state"] == "queued")
+            await asyncio.to_thread(postgres.stop)
+            await player.send("key_down", key="KeyW")
+            refused = await player.read_until(lambda p: p.last("error"), seconds=15)
+            await socket.close()
+            return refused
+
         try:
             assert requests.get(f"{platform.url}/", timeout=10).status_code == 200
-            postgres.stop()
+            refused = asyncio.run(input_during_the_outage())
+            assert refused["seq"] == 1 and "database is unavailable" in refused["error"]
             for path in ("/", "/healthz", "/api/gallery/worlds/"):
                 started = time.monotonic()
                 answer = requests.get(f"{platform.url}{path}", timeout=30)
@@ -365,5 +405,12 @@ def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover()
             postgres.start()
             wait_until(lambda: requests.get(f"{platform.url}/", timeout=10).status_code == 200, timeout_seconds=15)
             assert platform.health()["status"] == "ok"
+            # No half-written state: the refused input left no event behind.
+            count = (
+                f"from stories.models import SessionEvent as E; print(E.objects.filter(session='{session_id}').count())"  # noqa: E501
+            )
+            counted = subprocess.run([sys.executable, "manage.py", "shell", "-c", count], cwd=ROOT, env=environment,
+                                     check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
+            assert counted.stdout.split()[-1] == "0"
         finally:
             platform.stop()
