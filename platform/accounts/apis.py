@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from allauth.mfa.models import Authenticator
+from allauth.mfa.totp.internal.auth import TOTP
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -38,9 +43,27 @@ class MeApi(APIView):
         return Response(self.OutputSerializer(data).data)
 
 
-class TokenObtainApi(ObtainAuthToken):
-    """Username and password in, a token for the `Authorization: Token …` header out."""
+class TokenWithCodeSerializer(AuthTokenSerializer):
+    """Username and password, and the authenticator app's code for an account that has one: a token must not
+    be a way around the second factor the log-in page asks for (moderators are required to have one)."""
 
+    code = serializers.CharField(required=False, allow_blank=True, write_only=True)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs = super().validate(attrs)
+        authenticator = Authenticator.objects.filter(user=attrs["user"], type=Authenticator.Type.TOTP).first()
+        if authenticator is not None and not TOTP(authenticator).validate_code(attrs.get("code", "")):
+            raise serializers.ValidationError(
+                "this account uses an authenticator app: send its current code as 'code'", code="authorization"
+            )
+        return attrs
+
+
+class TokenObtainApi(ObtainAuthToken):
+    """Username and password (and an authenticator code where the account has one) in, a token for the
+    `Authorization: Token …` header out."""
+
+    serializer_class = TokenWithCodeSerializer
     # Guessing passwords here must be as slow as on the log-in page, which django-allauth throttles.
     throttle_classes = [AnonRateThrottle]
 

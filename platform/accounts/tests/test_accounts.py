@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from accounts.models import User
 from accounts.roles import CREATE, MODERATE, PLAY
 from accounts.services import moderator_grant
-from accounts.tests.factories import PASSWORD, ModeratorFactory, UserFactory
+from accounts.tests.factories import PASSWORD, ModeratorFactory, UserFactory, totp_code
 
 pytestmark = pytest.mark.django_db
 
@@ -125,3 +125,12 @@ def test_the_moderator_command_grants_and_revokes(capsys: pytest.CaptureFixture[
     assert not fresh(person).has_perm(MODERATE)
     with pytest.raises(CommandError, match="no user called"):
         call_command("moderator", "grant", "nobody")
+
+
+def test_an_account_with_an_authenticator_needs_its_code_for_a_token(client: Client) -> None:
+    moderator = ModeratorFactory()
+    asked = {"username": moderator.username, "password": PASSWORD}
+    refused = client.post(reverse("api-token"), asked)
+    assert refused.status_code == 400 and "authenticator app" in refused.json()["non_field_errors"][0]
+    assert client.post(reverse("api-token"), asked | {"code": "000000"}).status_code == 400
+    assert client.post(reverse("api-token"), asked | {"code": totp_code()}).status_code == 200
