@@ -5,7 +5,8 @@
 - memory_use_rate: asked that question, the character's reply (the default SmolLM2-135M, int8, with grounding)
   contains the fact's answer words. Target 0.9.
 - hook_branch_accuracy: paraphrased player inputs, none among the authored examples, classified into the
-  branch they mean (or into none, for inputs no branch fits). Target 0.85.
+  branch they mean (or into none, for inputs no branch fits), with the default model breaking ties as in
+  play. Target 0.85.
 - prompt_event_accuracy: typed prompts, none among the classifier's examples, whose events (kind and object)
   equal the expected ones, [] for prompts that are not world changes. Target 0.9.
 - choice_pair_pass_rate: beats whose two generated choices pass every measured score; a fallback to the
@@ -103,11 +104,11 @@ def memory_figures(embedder: Embedder, model: LanguageModel, use_cases: int) -> 
     return figures
 
 
-def hook_branch_accuracy(embedder: Embedder) -> float:
+def hook_branch_accuracy(embedder: Embedder, model: LanguageModel) -> float:
     correct = total = 0
     for hook in load("hooks.json")["hooks"]:
         branches = [Branch(item["name"], item["intent"], tuple(item["examples"])) for item in hook["branches"]]
-        classifier = BranchClassifier(branches, embedder)
+        classifier = BranchClassifier(branches, embedder, language_model=model, presentation=hook["presentation"])
         for item in hook["inputs"]:
             correct += classifier.classify(item["text"]).branch == item["branch"]
             total += 1
@@ -140,7 +141,7 @@ def run(quick: bool) -> dict[str, float]:
     embedder = default_embedder()
     model = default_model()
     figures = memory_figures(embedder, model, use_cases=3 if quick else 10)
-    figures["hook_branch_accuracy"] = hook_branch_accuracy(embedder)
+    figures["hook_branch_accuracy"] = hook_branch_accuracy(embedder, model)
     figures["prompt_event_accuracy"] = prompt_event_accuracy(embedder)
     figures["choice_pair_pass_rate"] = choice_pair_pass_rate(embedder, model, 4 if quick else 10)
     return figures

@@ -166,6 +166,23 @@ class LocalLanguageModel:
         texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in rows]
         return ["".join(cleaned([text], settings, continuation=continuation)) for text in texts]
 
+    @torch.inference_mode()
+    def continuation_logprob(self, context: str, continuation: str) -> float:
+        """The mean log-probability per token of `continuation` right after the plain text `context`.
+
+        Scoring what the model finds likely, rather than asking it to answer, is what a small model does
+        reliably: the hook classifier breaks ties between branches with it.
+        """
+        context_ids = self.tokenizer(context, return_tensors="pt")["input_ids"]  # (1, C)
+        continuation_ids = self.tokenizer(" " + continuation, return_tensors="pt", add_special_tokens=False)[
+            "input_ids"
+        ]  # (1, K)
+        ids = torch.cat([context_ids, continuation_ids], dim=1).to(self.config.device)  # (1, C + K)
+        log_probs = torch.log_softmax(self.model(input_ids=ids).logits[0, :-1].float(), dim=-1)  # (C + K - 1, V)
+        targets = ids[0, 1:]  # (C + K - 1,)
+        scored = log_probs[torch.arange(len(targets)), targets][context_ids.shape[1] - 1 :]  # (K,)
+        return float(scored.mean())
+
     def _encode(self, messages: list[Message]) -> torch.Tensor:
         # The template already holds the beginning-of-text marker where the model wants one.
         encoded = self.tokenizer(self.render(messages), return_tensors="pt", add_special_tokens=False)

