@@ -176,13 +176,14 @@ def event_log_and_forward(
     return event
 
 
-PROPOSAL_TYPES = ("offer", "hook_outcome")
+PROPOSAL_TYPES = ("offer", "hook_outcome", "own_choice")
 
 
 @transaction.atomic
 def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> SessionEvent:
-    """Log what a worker's narrative work decided (a beat's choices, a hook's branch) as the session's next
-    input, so that it is applied at a known tick and replayed, never decided twice; count hook outcomes."""
+    """Log what a worker's narrative work decided (a beat's choices, a hook's branch, the choice a player's own
+    words meant) as the session's next input, so that it is applied at a known tick and replayed, never
+    decided twice; count hook outcomes."""
     if payload.get("type") not in PROPOSAL_TYPES:
         raise ValueError(f"a worker may propose only {', '.join(PROPOSAL_TYPES)} inputs")
     event = event_log_and_forward(session_id=session_id, payload=payload)

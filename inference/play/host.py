@@ -227,6 +227,8 @@ class SessionHost:
                 outgoing = self.beat_entered(hosted)
             elif kind == "offer":
                 outgoing = self.offer(hosted, given)
+            elif kind == "own_choice":
+                outgoing = self.own_choice(hosted, given)
             elif kind == "hook_outcome":
                 events, outgoing = self.hook_outcome(hosted, given)
             elif kind in ("pause", "resume"):
@@ -260,7 +262,12 @@ class SessionHost:
             return events, [{"type": "session.narration", "session": hosted.id, "text": "The world changes."}]
         outgoing = self.hooks_fired_by_text(hosted, given)
         if not outgoing:
-            self.jobs.append(Job("narrate", hosted.id, hosted.setting, {"text": text}))
+            state = hosted.story_state
+            # In a story, words typed at a beat may be the player's own choice: the narrator reads them.
+            offered = state.offered if state is not None and not state.ended and not hosted.live else None
+            self.jobs.append(Job("narrate", hosted.id, hosted.setting, {
+                "text": text, "beat": state.beat if state else None, "offered": offered,
+            }))  # fmt: skip
         return [], outgoing
 
     def speech(self, hosted: HostedSession, given: Message, sequence: int) -> list[Message]:
@@ -364,6 +371,14 @@ class SessionHost:
             return []
         state.offered = [{"text": str(choice["text"]), "to": str(choice["to"])} for choice in given["choices"]]
         return [self.choices_message(hosted)]
+
+    def own_choice(self, hosted: HostedSession, given: Message) -> list[Message]:
+        """Words the player typed read as one of the offered choices: the story goes where that one leads."""
+        if hosted.story is None or hosted.story_state is None or hosted.story_state.beat != given["beat"]:
+            return []  # the story moved on meanwhile
+        taken = {"type": "session.narration", "session": hosted.id, "text": f"You choose: {given['text']}"}
+        hosted.story_state = hosted.story.choose(hosted.story_state, int(given["index"]))
+        return [taken, *self.beat_entered(hosted)]
 
     def hook_outcome(self, hosted: HostedSession, given: Message) -> tuple[list[dict[str, Any]], list[Message]]:
         """Apply the branch a response was classified into (or the fallback's narration) to the session."""

@@ -246,3 +246,20 @@ def test_a_tiny_model_directory_is_a_valid_worker_language_model(tmp_path: Path)
     assert language_model_loader("none", "cpu") is None
     load = language_model_loader(str(write_tiny_model(tmp_path / "tiny")), "cpu")
     assert load is not None and hasattr(load(), "stream")
+
+
+def test_words_typed_at_a_beat_that_read_as_an_offered_choice_take_it() -> None:
+    from inference.language.embedding import default_embedder
+
+    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=default_embedder())
+    session_host.open(open_message(story=STORY, narrative=narrative(hooks=[])))
+    (offer_job,) = session_host.take_jobs()
+    session_host.input("s", 1, {"type": "offer", "beat": "pier", "choices": offer_job.data["authored"]})
+    session_host.input("s", 2, {"type": "prompt", "text": "I climb aboard the ship"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(default_embedder(), None), link)
+    (proposal,) = link.of_type("session.propose")
+    assert proposal["input"] == {"type": "own_choice", "beat": "pier", "index": 0, "text": "I climb aboard the ship"}
+    applied = session_host.input("s", 3, proposal["input"])
+    assert applied[0]["story"]["beat"] == "ship"
+    assert {"type": "session.narration", "session": "s", "text": "You choose: I climb aboard the ship"} in applied
