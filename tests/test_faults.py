@@ -407,7 +407,7 @@ def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover()
             assert platform.health()["status"] == "ok"
             # No half-written state: the refused input left no event behind.
             count = (
-                f"from stories.models import SessionEvent as E; print(E.objects.filter(session='{session_id}').count())"  # noqa: E501
+                f"from stories.models import SessionEvent as E; print(E.objects.filter(session='{session_id}').count())"
             )
             counted = subprocess.run([sys.executable, "manage.py", "shell", "-c", count], cwd=ROOT, env=environment,
                                      check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
