@@ -33,8 +33,12 @@ def test_a_separate_worker_process_connects_with_its_token(live_platform: LivePl
         cwd=ROOT, env=platform_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     try:
-        health = wait_until(lambda: (h := live_platform.health())["inference_workers"]["connected"] == 2 and h)
-        assert health["inference_workers"]["slots"] == 4 + 3
+        # Connected counts at the handshake, slots at the worker's hello just after it: wait for both.
+        workers = wait_until(
+            lambda: (w := live_platform.health()["inference_workers"])["connected"] == 2 and w["slots"] == 7 and w,
+            timeout_seconds=30,
+        )
+        assert workers["slots"] == 4 + 3
     finally:
         worker.terminate()
         worker.wait(timeout=10)
