@@ -11,8 +11,9 @@ from django.db.models import Avg, Count, F, Q, QuerySet
 
 from accounts.models import User
 from inference.narrative.prompting import CHARACTER_FIELDS
-from inference.narrative.safety import TermFilter, refused_terms
+from inference.narrative.safety import refused_terms
 from memories.services import memories_recall
+from moderation.checks import term_filter_load
 from moderation.selectors import safety_terms
 from stories.models import PlaySession, SessionEvent, SessionStatus
 from workers.models import WorkerNode
@@ -201,7 +202,7 @@ def live_text_refusal(*, session: PlaySession, payload: dict[str, Any]) -> str |
     if not session.is_live or "text" not in payload:
         return None
     rating = session.version.document["world"].get("content_rating", "everyone")
-    if refused_terms(payload["text"], rating=rating, terms=TermFilter.from_dict(safety_terms())):
+    if refused_terms(payload["text"], rating=rating, terms=term_filter_load()):
         return "the moderation filter held that back; it does not fit this world's rating"
     return None
 

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 import redis
-import requests
 
-from tests.fixtures import ROOT, LivePlatform, free_port, platform_environment
+from tests.fixtures import ROOT, free_port
 
 POSTGRES_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -161,31 +160,6 @@ def private_postgres() -> Iterator[PrivatePostgres]:
         yield server
     finally:
         server.close()
-
-
-def serve(port: int, *arguments: str, environment: dict[str, str] | None = None) -> LivePlatform:
-    """`manage.py serve` on `port`, waited for (60 s at most) until it answers; as tests.fixtures.start_platform,
-    but on a port fixed in advance so that a restarted platform comes back where its clients reconnect."""
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port), *arguments],
-        cwd=ROOT, env=environment or platform_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True,
-    )  # fmt: skip
-    platform = LivePlatform(process=process, port=port)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the platform exited at start:\n{platform.output()}")
-        try:
-            requests.get(f"{platform.url}/healthz", timeout=2)
-            return platform
-        except requests.RequestException:
-            time.sleep(0.2)
-        except BaseException:
-            platform.stop()
-            raise
-    platform.stop()
-    raise AssertionError(f"the platform did not answer within 60 s:\n{platform.output()}")
 
 
 def resident_kib(pid: int) -> int:

@@ -139,8 +139,10 @@ class LivePlatform:
                 self.process.wait()
 
 
-def start_platform(*arguments: str, environment: dict[str, str] | None = None) -> LivePlatform:
-    port = free_port()
+def start_platform(*arguments: str, environment: dict[str, str] | None = None, port: int | None = None) -> LivePlatform:
+    """`manage.py serve`, waited for (60 s at most) until it answers. A `port` fixed in advance lets a restarted
+    platform come back where its clients reconnect; by default any free port."""
+    port = port or free_port()
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), *arguments],
         cwd=ROOT,
@@ -162,6 +164,7 @@ def start_platform(*arguments: str, environment: dict[str, str] | None = None) -
         except BaseException:
             platform.stop()  # never leave a server holding the test database
             raise
+    platform.stop()
     raise AssertionError(f"the platform did not answer within 60 s:\n{platform.output()}")
 
 

@@ -27,8 +27,17 @@ from accounts.tests.factories import UserFactory
 from common.tasks import worker_roundtrip
 from stories.models import SessionEvent
 from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.faults import celery_worker, child_pids, private_postgres, private_redis, resident_kib, serve, stop
-from tests.fixtures import ROOT, Player, choice_leading_to, cookie_for, free_port, platform_environment, wait_until
+from tests.faults import celery_worker, child_pids, private_postgres, private_redis, resident_kib, stop
+from tests.fixtures import (
+    ROOT,
+    Player,
+    choice_leading_to,
+    cookie_for,
+    free_port,
+    platform_environment,
+    start_platform,
+    wait_until,
+)
 from tests.test_play_full_stack import DEMO_STORY, brightness, worker_process
 from worlds.tests.factories import CharacterFactory
 
@@ -51,7 +60,7 @@ async def connected_player(url: str, origin: str, cookie: str, seconds: float = 
 @pytest.mark.django_db(transaction=True)
 def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_applied_twice() -> None:
     port = free_port()
-    platform = serve(port, "--no-in-process-worker")
+    platform = start_platform("--no-in-process-worker", port=port)
     worker = worker_process(platform, "survivor")  # a process of its own: it outlives daphne
     try:
         wait_until(lambda: platform.health()["inference_workers"]["connected"] == 1, timeout_seconds=30)
@@ -89,7 +98,7 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
         # Released while the platform is down: the page queues it.
         sent[4] = {"type": "key_up", "key": "KeyA", "seq": 4}
         restarted_at = time.monotonic()
-        platform = serve(port, "--no-in-process-worker")
+        platform = start_platform("--no-in-process-worker", port=port)
 
         async def after_the_restart() -> Player:
             async with await connected_player(url, platform.url, cookie) as socket:
@@ -186,7 +195,7 @@ def test_after_redis_restarts_sessions_and_celery_recover_within_thirty_seconds(
     with private_redis() as redis_server:
         environment = platform_environment(REDIS_URL=redis_server.url, CELERY_BROKER_URL=redis_server.url,
                                            CELERY_RESULT_BACKEND=redis_server.url)  # fmt: skip
-        platform = serve(free_port(), "--in-process-worker", environment=environment)
+        platform = start_platform("--in-process-worker", environment=environment)
         queue = f"faults-{secrets.token_hex(4)}"
         celery, _ = celery_worker(queue, environment)
         client = Celery("worldloom-fault-client", broker=redis_server.url, backend=redis_server.url,
@@ -296,7 +305,7 @@ def test_a_celery_child_killed_mid_task_runs_it_again_once_and_a_duplicate_deliv
 
 @pytest.mark.django_db(transaction=True)
 def test_a_reader_that_stops_for_thirty_seconds_is_held_to_a_bounded_buffer_and_slows_no_one() -> None:
-    platform = serve(free_port(), "--in-process-worker")
+    platform = start_platform("--in-process-worker")
     try:
         stalled_session, playing_session = PlaySessionFactory(), PlaySessionFactory()
         urls = [f"{platform.ws_url}/ws/play/{session.pk}/" for session in (stalled_session, playing_session)]
@@ -376,7 +385,7 @@ def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover()
         made = subprocess.run([sys.executable, "manage.py", "shell", "-c", PLAYER_IN_PRIVATE_DATABASE], cwd=ROOT,
                               env=environment, check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
         session_id, session_key = made.stdout.split()[-2:]
-        platform = serve(free_port(), "--no-in-process-worker", environment=environment)
+        platform = start_platform("--no-in-process-worker", environment=environment)
 
         async def input_during_the_outage() -> dict[str, Any]:
             """A player's socket stays open while the database goes; an input then is refused, not lost quietly."""

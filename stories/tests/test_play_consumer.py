@@ -16,7 +16,6 @@ from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
-from django.test import Client
 from django.urls import path
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
@@ -31,6 +30,7 @@ from stories.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, PlayConsumer
 from stories.models import PlaySession, SessionEvent
 from stories.protocol import CLOSE_SIGNED_OUT
 from stories.tests.factories import PlaySessionFactory
+from tests.fixtures import cookie_for
 from workers.models import WorkerNode
 
 pytestmark = [
@@ -40,16 +40,10 @@ pytestmark = [
 ]
 
 
-def cookie_for(user: User) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
-
-
 async def connect(session_id: Any, user: User | None, origin: bytes = b"http://127.0.0.1") -> WebsocketCommunicator:
     headers = [(b"origin", origin)]
     if user is not None:
-        headers.append((b"cookie", await database_sync_to_async(cookie_for)(user)))
+        headers.append((b"cookie", (await database_sync_to_async(cookie_for)(user)).encode()))
     return WebsocketCommunicator(application, f"/ws/play/{session_id}/", headers=headers)
 
 
@@ -259,7 +253,10 @@ async def test_a_flood_of_inputs_is_rate_limited_with_an_error(running: Any) -> 
     communicator = WebsocketCommunicator(
         application_with_clock(TickingClock(step_seconds=1 / flood)),  # 1,000 inputs a second, as the bucket sees it
         f"/ws/play/{session.pk}/",
-        headers=[(b"origin", b"http://127.0.0.1"), (b"cookie", await database_sync_to_async(cookie_for)(owner))],
+        headers=[
+            (b"origin", b"http://127.0.0.1"),
+            (b"cookie", (await database_sync_to_async(cookie_for)(owner)).encode()),
+        ],
     )
     await communicator.connect()
     await communicator.receive_json_from()

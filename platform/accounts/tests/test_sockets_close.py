@@ -9,24 +9,18 @@ from allauth.account import signals as allauth_signals
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import signals as auth_signals
-from django.test import Client
 
 from accounts.models import User
 from config.routing import application
 from stories.protocol import CLOSE_SIGNED_OUT
 from stories.tests.factories import PlaySessionFactory
+from tests.fixtures import cookie_for
 
 pytestmark = [
     pytest.mark.asyncio,
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("database_connections_closed_after"),
 ]
-
-
-def cookie_for(user: User) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
 @pytest.mark.parametrize(
@@ -41,7 +35,10 @@ def cookie_for(user: User) -> bytes:
 async def test_a_sign_in_ending_closes_the_person_s_play_sockets(signal: Any, reason: str) -> None:
     session = await database_sync_to_async(PlaySessionFactory)(status="ended")
     owner = await database_sync_to_async(lambda: session.owner)()
-    headers = [(b"origin", b"http://127.0.0.1"), (b"cookie", await database_sync_to_async(cookie_for)(owner))]
+    headers = [
+        (b"origin", b"http://127.0.0.1"),
+        (b"cookie", (await database_sync_to_async(cookie_for)(owner)).encode()),
+    ]
     communicator = WebsocketCommunicator(application, f"/ws/play/{session.pk}/", headers=headers)
     assert (await communicator.connect())[0]
     await communicator.receive_json_from()
