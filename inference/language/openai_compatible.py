@@ -5,11 +5,16 @@ Replies stream as server-sent events (`data: {json}` lines, ended by `data: [DON
 reference describes. A request that fails before its first token (refused connection, timeout, HTTP 429 or
 5xx) is retried with exponential backoff; once text has reached the reader a retry would repeat it, so a
 failure mid-reply is raised instead. A reply prefix (a last "assistant" message) is sent with vLLM's
-`continue_final_message` and `add_generation_prompt` fields, which our server also honours.
+`continue_final_message` and `add_generation_prompt` fields, which our server also honours. A server that
+refuses those fields by name (`transformers serve` answers 422) is asked again without them, at once and from
+then on: it then writes a turn of its own after the prefix, which the stream sets off from the prefix with a
+space. With no model name configured, the first request asks `/v1/models` which model the server serves:
+vLLM and a pinned `transformers serve` refuse any other name.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -32,7 +37,9 @@ class OpenAICompatibleConfig:
     """Where the server is and how patiently to talk to it."""
 
     base_url: str  # up to and including /v1, e.g. http://gpu-box:8000/v1
-    model: str = "default"  # the name the server knows the model by; ours ignores it
+    # The name the server knows the model by; None takes the first its /v1/models lists, which is the model
+    # of a server that serves one (vLLM, llama.cpp, a pinned transformers serve, ours).
+    model: str | None = None
     api_key: str | None = None  # sent as a bearer token when set
     # Seconds to open a connection: a live server on the same network answers in milliseconds.
     connect_timeout: float = 3.0
@@ -44,7 +51,8 @@ class OpenAICompatibleConfig:
     backoff: float = 0.5
     # The longest wait between two attempts, so a long retry budget still notices a server that came back.
     max_backoff: float = 8.0
-    # Send a reply prefix as a continuation (vLLM, transformers serve, ours); off for servers that reject it.
+    # Send a reply prefix as a continuation (vLLM, ours); a server that refuses the fields (transformers serve)
+    # turns it off by itself, so False only saves that first refused request.
     continue_final_message: bool = True
 
 
@@ -54,14 +62,36 @@ class OpenAICompatibleLanguageModel:
     def __init__(self, config: OpenAICompatibleConfig, session: requests.Session | None = None) -> None:
         self.config = config
         self.session = session or requests.Session()
+        # Cleared when the server refuses the continuation fields, so that later prefixes are not refused again.
+        self.continues_prefixes = config.continue_final_message
+        self.served_model = config.model  # learnt from /v1/models on the first request when not configured
 
     def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
-        continuation = bool(messages) and messages[-1]["role"] == "assistant"
-        return cleaned(self._raw_text(messages, settings, continuation), settings, continuation=continuation)
+        if not messages or messages[-1]["role"] != "assistant":
+            return cleaned(self._raw_text(messages, settings, continuation=False), settings)
+        return self._continuation(messages, settings)
+
+    def _continuation(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+        raw = self._raw_text(messages, settings, continuation=True)
+        # Asking for the first piece sends the request; once it is answered, whether the server continues
+        # prefixes is known.
+        pieces = itertools.chain([next(raw, "")], raw)
+        if self.continues_prefixes:
+            yield from cleaned(pieces, settings, continuation=True)
+            return
+        # The server wrote a turn of its own after the prefix: cleaned as a fresh reply (a leading label
+        # dropped) and set off from the prefix by a space, so that the two read as one reply.
+        fresh = cleaned(pieces, settings)
+        for piece in fresh:
+            piece = piece.lstrip()
+            if piece:
+                yield " " + piece
+                break
+        yield from fresh
 
     def request_body(self, messages: list[Message], settings: GenerationSettings, continuation: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.config.model,
+            "model": self.served_model or "default",  # for a server that lists no model; ours ignores the name
             "messages": messages,
             "stream": True,
             "temperature": settings.temperature,
@@ -72,23 +102,24 @@ class OpenAICompatibleLanguageModel:
             body["stop"] = list(settings.stop)[:4]  # OpenAI accepts at most four; the cleaner applies them all
         if settings.seed is not None:
             body["seed"] = settings.seed
-        if continuation and self.config.continue_final_message:
+        if continuation and self.continues_prefixes:
             body["continue_final_message"] = True
             body["add_generation_prompt"] = False
         return body
 
     def _raw_text(self, messages: list[Message], settings: GenerationSettings, continuation: bool) -> Iterator[str]:
-        headers = {"Accept": "text/event-stream"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        authorization = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
         url = self.config.base_url.rstrip("/") + "/chat/completions"
-        body = self.request_body(messages, settings, continuation)
         delay = self.config.backoff
-        for attempt in range(self.config.retries + 1):
+        attempt = 0
+        while True:
             last = attempt == self.config.retries
             try:
+                if self.served_model is None:
+                    self._learn_served_model(authorization)
+                body = self.request_body(messages, settings, continuation)
                 response = self.session.post(
-                    url, json=body, headers=headers, stream=True,
+                    url, json=body, headers=authorization | {"Accept": "text/event-stream"}, stream=True,
                     timeout=(self.config.connect_timeout, self.config.read_timeout),
                 )  # fmt: skip
             except (requests.ConnectionError, requests.Timeout) as error:
@@ -96,11 +127,16 @@ class OpenAICompatibleLanguageModel:
                     raise LanguageModelUnavailable(f"{url}: {error}") from error
                 time.sleep(delay)
                 delay = min(delay * 2, self.config.max_backoff)
+                attempt += 1
                 continue
             with response:
+                if refuses_continuation(response, body):
+                    self.continues_prefixes = False
+                    continue  # at once and not as a retry: the server is up, it only refused the two fields
                 if response.status_code in RETRYABLE_STATUS and not last:
                     time.sleep(delay)
                     delay = min(delay * 2, self.config.max_backoff)
+                    attempt += 1
                     continue
                 if response.status_code != 200:
                     raise LanguageModelUnavailable(f"{url} answered {response.status_code}: {response.text[:200]}")
@@ -110,8 +146,29 @@ class OpenAICompatibleLanguageModel:
                     raise LanguageModelUnavailable(f"{url} failed mid-reply: {error}") from error
                 return
 
+    def _learn_served_model(self, authorization: dict[str, str]) -> None:
+        url = self.config.base_url.rstrip("/") + "/models"
+        timeout = (self.config.connect_timeout, self.config.read_timeout)
+        with self.session.get(url, headers=authorization, timeout=timeout) as response:
+            if response.status_code in RETRYABLE_STATUS:
+                return  # starting or overloaded: asked again with the next attempt
+            try:
+                listed = response.json().get("data") if response.status_code == 200 else None
+                self.served_model = str(listed[0]["id"]) if listed else "default"
+            except (ValueError, AttributeError, LookupError, TypeError):
+                self.served_model = "default"  # not a listing: a server without one takes any name
+
     def close(self) -> None:
         self.session.close()
+
+
+def refuses_continuation(response: requests.Response, body: dict[str, Any]) -> bool:
+    """Whether the server refused the request for the continuation fields that `body` carries."""
+    return (
+        "continue_final_message" in body
+        and response.status_code in {400, 422}
+        and "continue_final_message" in response.text
+    )
 
 
 def server_sent_text(response: requests.Response) -> Iterator[str]:

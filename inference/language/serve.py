@@ -1,10 +1,11 @@
 """A minimal OpenAI-compatible chat server around `LocalLanguageModel`: `python -m inference.language.serve`.
 
-`transformers serve` would do, but it needs fastapi, uvicorn and the openai package, which Worldloom does not
-install; this standard-library server speaks the part of the API the HTTP backend uses: `GET /v1/models` and
-`POST /v1/chat/completions`, streamed as server-sent events or answered whole, with vLLM's
-`continue_final_message` for reply prefixes (a last assistant message is always continued). One reply is
-generated at a time (a CPU or a small GPU gains nothing from running two); other requests wait their turn.
+`transformers serve` would do, but it needs fastapi, uvicorn and the openai package, which Worldloom installs
+only for its tests (the `dev` extra), and it cannot continue a reply prefix; this standard-library server
+speaks the part of the API the HTTP backend uses: `GET /v1/models` and `POST /v1/chat/completions`, streamed
+as server-sent events or answered whole, with vLLM's `continue_final_message` for reply prefixes (a last
+assistant message is always continued). One reply is generated at a time (a CPU or a small GPU gains nothing
+from running two); other requests wait their turn.
 Production can run it on a GPU box with `--device cuda` and point workers' HTTP backend at it.
 """
 
