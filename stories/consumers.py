@@ -13,12 +13,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import DatabaseError
 
 from accounts.services import user_group
-from common.concurrency import database_call
+from common.concurrency import DatabaseCallConsumer, database_call
 from stories import protocol, services
 from stories.models import PlaySession, SessionStatus
 from stories.selectors import live_text_refusal, session_role
@@ -63,7 +62,7 @@ class InputBucket:
         return True
 
 
-class PlayConsumer(AsyncWebsocketConsumer):
+class PlayConsumer(DatabaseCallConsumer):
     """One browser watching (and, as a player, steering) one session."""
 
     session: PlaySession | None = None

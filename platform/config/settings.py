@@ -119,10 +119,24 @@ else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        options = DATABASES["default"].setdefault("OPTIONS", {})
         # Fail fast while PostgreSQL is down instead of hanging every request.
-        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+        options["connect_timeout"] = 5
         # PgBouncer in transaction mode cannot hold server-side cursors open between transactions.
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_BEHIND_PGBOUNCER", default=False)
+        # Each process keeps at most this many connections open and lends them out per query batch (Django's
+        # psycopg pool): a play input no longer pays for a new PostgreSQL backend, which under 20 players of
+        # a Live world took more of the database thread's time than the queries; the pool also caps a
+        # process's connections, as closing them did. 0 turns it off (PgBouncer then pools instead).
+        pool_size = env.int("DATABASE_POOL_SIZE", default=16)
+        if pool_size < 0:
+            raise ConfigurationError("DATABASE_POOL_SIZE", "must be 0 (no pool) or more")
+        if pool_size and DATABASES["default"]["CONN_MAX_AGE"]:
+            raise ConfigurationError("DATABASE_CONN_MAX_AGE", "must be 0 while DATABASE_POOL_SIZE pools connections")
+        if pool_size:
+            # A request that waits 2 s for a connection fails as a lost database does (a 503 that says so): while
+            # PostgreSQL is down the pool has none to give, and a longer wait would hold every page that long.
+            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 2}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.core.cache import cache
 
-from common.concurrency import database_call
+from common.concurrency import DatabaseCallConsumer, database_call
 from inference import protocol
 from inference.language.embedding import EMBEDDING_DIMENSIONS
 from moderation.services import generated_output_blocked_record
@@ -70,7 +69,7 @@ def bearer_token(scope: dict[str, Any]) -> str:
     return ""
 
 
-class WorkerConsumer(AsyncWebsocketConsumer):
+class WorkerConsumer(DatabaseCallConsumer):
     """One connected inference worker: authentication, announcements, and the sessions it runs."""
 
     worker: WorkerNode | None = None
