@@ -1,18 +1,19 @@
 """The platform under load (issue 8): many WebSocket players at once, and one session played for a long time.
 
-It runs the platform as production does on this machine (daphne with an in-process worker on the raycaster
-engine, PostgreSQL, the Redis channel layer) on a throwaway database, and plays it with WebSocket clients
-speaking the browser's protocol (stories/PROTOCOL.md), on loopback only, every loop bounded in time.
+It runs the platform as production does, on this one machine: daphne (PostgreSQL, the Redis channel layer,
+frames on Redis pub/sub) and an inference worker in a process of its own on the raycaster engine, on a
+throwaway database, played by WebSocket clients speaking the browser's protocol (stories/PROTOCOL.md), on
+loopback only, every loop bounded in time. (An in-process worker draws on daphne's GIL: each socket write of
+daphne's then waited on the drawing thread, and 60 players saw seconds of lag.)
 
-- ws200: 200 players for 60 s, as 10 Live worlds of 20 participants each (one shared picture per world: ten
-  worlds at 20 frames a second is what one CPU worker renders, while every player has a socket, sends keys
-  and gets every frame). Each player presses or releases a key about once a second. Input-to-frame is the
-  time from sending a key to the first frame whose header names that input as applied; a dropped
-  connection is one that closed before the end.
-- soak: one session played for 30 minutes (a key every half second), the serving process's resident memory
-  (daphne and its in-process worker) compared between the end and the end of a two-minute warm-up; then,
-  after every socket has closed, the channel-layer group memberships the benchmark's sessions and players
-  still hold (each disconnect must leave its groups).
+- ws200: 200 players for 60 s, as 4 Live worlds of 50 participants (drawing costs a world, one shared
+  picture, while every player has a socket, sends keys and gets every frame). Each player presses or releases
+  a key about once a second. Input-to-frame is the time from sending a key to the first frame whose header
+  names that input as applied; a dropped connection is one that closed before the end.
+- soak: one session played for 30 minutes (a key every half second), the resident memory of the daphne and
+  the worker process compared between the end and the end of a two-minute warm-up (the larger growth is
+  `soak_rss_growth_pct`); then, once every socket has closed, the group memberships the benchmark's sessions
+  still hold on either channel layer (each disconnect must leave its groups).
 - The gallery under 50 concurrent HTTP clients with 10,000 worlds is `gallery_bench`.
 
 --quick (CI): 20 players (one world) for 15 s, a 40-second soak (20 s warm-up).
@@ -25,17 +26,21 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import websockets
+
 from bench import Skipped
 from bench.gallery_speed import django_ready, percentile
 from bench.runtime_speed import fixtures
 
-PLAYERS_PER_WORLD = 20
+# 200 players as 4 Live worlds of 50: drawing costs a world (one shared picture), sockets cost a player.
+WORLDS, PLAYERS_PER_WORLD = 4, 50
 
 
 @dataclass
@@ -56,46 +61,66 @@ def run(quick: bool) -> dict[str, float]:
         raise Skipped("it measures the production stack: set DATABASE_URL=postgres://... and REDIS_URL (.ci/run does)")
     from tests.fixtures import platform_environment, start_platform
 
-    worlds, seconds = (1, 15) if quick else (10, 60)
+    worlds, players_per_world, seconds = (1, 20, 15) if quick else (WORLDS, PLAYERS_PER_WORLD, 60)
     soak_seconds, warm_up_seconds = (40, 20) if quick else (1800, 120)
     original_name = connection.settings_dict["NAME"]
     connection.settings_dict["TEST"]["NAME"] = f"{original_name}_load_bench"
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    platform = None
+    platform = worker = None
     try:
+        environment = platform_environment(LOG_LEVEL="WARNING", CELERY_BROKER_URL="", WORLDLOOM_LANGUAGE_MODEL="none")
+        platform = start_platform("--no-in-process-worker", environment=environment)
         # One session a world runs on the worker; the slots leave room for the soak's session.
-        environment = platform_environment(LOG_LEVEL="WARNING", DATABASE_CONN_MAX_AGE="0", CELERY_BROKER_URL="",
-                                           WORLDLOOM_LANGUAGE_MODEL="none")  # fmt: skip
-        platform = start_platform("--in-process-worker", "--worker-slots", str(worlds + 2), environment=environment)
-        live = [fixtures(1, live=True, spectators=PLAYERS_PER_WORLD - 1, participate=True) for _ in range(worlds)]
+        worker = worker_started(platform, worlds + 2, environment)
+        live = [fixtures(1, live=True, spectators=players_per_world - 1, participate=True) for _ in range(worlds)]
         soak_ids, soak_cookies = fixtures(1)
         address = platform.url.removeprefix("http://")
         # The soak first, on a fresh platform: its memory growth is the session's own, not the crowd's backlog.
-        rss_before, rss_after = asyncio.run(soak(address, soak_ids[0], soak_cookies[0], platform.process.pid,
-                                                 soak_seconds, warm_up_seconds))  # fmt: skip
+        growth = asyncio.run(soak(address, soak_ids[0], soak_cookies[0], {"daphne": platform.process.pid,
+                                  "worker": worker.pid}, soak_seconds, warm_up_seconds))  # fmt: skip
         players = asyncio.run(crowd(address, live, seconds))
         latencies = sorted(latency for player in players for latency in player.latencies)
-        time.sleep(2)  # disconnects are handled after the sockets close
-        groups_left = group_memberships([ids[0] for ids, _ in live] + soak_ids)
+        groups_left = group_memberships_after_disconnect([ids[0] for ids, _ in live] + soak_ids)
     except Exception:
         if platform is not None:
             print(platform.output()[-20000:], file=sys.stderr)
         raise
     finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=10)
         if platform is not None:
             platform.stop()
         connection.creation.destroy_test_db(original_name, verbosity=0)
     if not latencies:
         raise RuntimeError("no input reached a frame")
     return {
-        "ws200_players": float(worlds * PLAYERS_PER_WORLD),
+        "ws200_players": float(worlds * players_per_world),
+        "ws200_worlds": float(worlds),
         "ws200_input_to_frame_p50_ms": statistics.median(latencies),
         "ws200_input_to_frame_p95_ms": percentile(latencies, 0.95),
         "ws200_dropped_connections": float(sum(player.dropped for player in players)),
         "soak_seconds": float(soak_seconds),
-        "soak_rss_growth_pct": (rss_after - rss_before) / rss_before * 100,
+        "soak_rss_growth_pct": max(growth.values()),
+        "soak_daphne_rss_growth_pct": growth["daphne"],
+        "soak_worker_rss_growth_pct": growth["worker"],
         "soak_groups_left": float(groups_left),
     }
+
+
+def worker_started(platform: Any, slots: int, environment: dict[str, str]) -> subprocess.Popen[bytes]:
+    """An inference worker in a process of its own, as production runs them, once the platform counts its slots."""
+    from tests.fixtures import ROOT, wait_until
+    from workers.services import worker_issue_token
+
+    _, token = worker_issue_token(name=f"load-bench-{time.monotonic_ns()}")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "inference.worker", "--url", f"{platform.ws_url}/ws/workers/", "--token", token,
+         "--slots", str(slots)],
+        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_until(lambda: platform.health()["inference_workers"]["slots"] == slots, timeout_seconds=120)
+    return worker
 
 
 async def crowd(address: str, live: list[tuple[list[str], list[str]]], seconds: float) -> list[Player]:
@@ -126,20 +151,22 @@ async def play(player: Player, seconds: float, interval: float) -> None:
             sequence += 1
             kind = "key_down" if sequence % 2 else "key_up"
             sent[sequence] = time.perf_counter()
-            await player.socket.send(json.dumps({"type": kind, "key": "KeyW", "seq": sequence}))
+            if not await sent_or_dropped(player, {"type": kind, "key": "KeyW", "seq": sequence}):
+                return
             next_input = now + interval * rng.uniform(0.7, 1.3)
         try:
             async with asyncio.timeout(min(next_input, deadline) - time.monotonic()):
                 message = await player.socket.recv()
         except TimeoutError:
             continue
-        except Exception:
+        except websockets.ConnectionClosed:
             player.dropped = True
             return
         if isinstance(message, bytes):
-            applied = int.from_bytes(message[4:8])
-            await player.socket.send(json.dumps({"type": "ack", "frame": int.from_bytes(message[:4])}))
             arrived = time.perf_counter()
+            applied = int.from_bytes(message[4:8])
+            if not await sent_or_dropped(player, {"type": "ack", "frame": int.from_bytes(message[:4])}):
+                return
             for session_sequence in [number for number in awaiting if number <= applied]:
                 player.latencies.append((arrived - awaiting.pop(session_sequence)) * 1000)
             continue
@@ -148,19 +175,31 @@ async def play(player: Player, seconds: float, interval: float) -> None:
             awaiting[reply["sequence"]] = sent.pop(reply["seq"])
 
 
-async def soak(address: str, session: str, cookie: str, pid: int, seconds: float, warm_up: float) -> tuple[int, int]:
-    """Play one session for `seconds`; the serving process's RSS after the warm-up and at the end (kB)."""
+async def sent_or_dropped(player: Player, message: dict[str, Any]) -> bool:
+    """Send `message`; False (and the player counted as dropped) when the platform has closed the connection."""
+    try:
+        await player.socket.send(json.dumps(message))
+    except websockets.ConnectionClosed:
+        player.dropped = True
+        return False
+    return True
+
+
+async def soak(
+    address: str, session: str, cookie: str, processes: dict[str, int], seconds: float, warm_up: float
+) -> dict[str, float]:
+    """Play one session for `seconds`; how much each process's resident memory grew after the warm-up (%)."""
     from bench.runtime_speed import connect
 
     player = Player(await connect(address, session, cookie))
     await play(player, warm_up, interval=0.5)
-    before = resident_kilobytes(pid)
+    before = {name: resident_kilobytes(pid) for name, pid in processes.items()}
     await play(player, seconds - warm_up, interval=0.5)
-    after = resident_kilobytes(pid)
+    after = {name: resident_kilobytes(pid) for name, pid in processes.items()}
     await player.socket.close()
     if player.dropped:
         raise RuntimeError("the soak's connection was dropped")
-    return before, after
+    return {name: (after[name] - before[name]) / before[name] * 100 for name in processes}
 
 
 def resident_kilobytes(pid: int) -> int:
@@ -170,10 +209,21 @@ def resident_kilobytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def group_memberships(session_ids: list[str]) -> int:
-    """Members still in the channel-layer groups of these sessions (channels-redis keeps a sorted set each)."""
+def group_memberships_after_disconnect(session_ids: list[str], seconds: float = 10) -> int:
+    """Members still in these sessions' channel-layer groups once every socket has closed, waited for up to
+    `seconds` (disconnects are handled after the sockets close): the default layer's sorted sets (channels-redis
+    keeps one a group), and the frames layer's pub/sub subscriptions (one a daphne process that has a member)."""
     import redis
     from django.conf import settings
 
     client = redis.Redis.from_url(os.environ.get("REDIS_URL", settings.REDIS_URL))
-    return sum(int(client.zcard(f"asgi:group:play.{session}")) for session in session_ids)
+
+    def members() -> int:
+        groups = sum(int(client.zcard(f"asgi:group:play.{session}")) for session in session_ids)
+        subscribed = client.pubsub_numsub(*(f"asgi__group__play.{session}" for session in session_ids))
+        return groups + sum(int(count) for _, count in subscribed)
+
+    deadline = time.monotonic() + seconds
+    while (left := members()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DatabaseError
 
@@ -90,6 +91,10 @@ class PlayConsumer(DatabaseCallConsumer):
         self.user_group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
+        self.frames = get_channel_layer(services.FRAMES_LAYER)
+        self.frames_channel = await self.frames.new_channel()
+        await self.frames.group_add(self.group, self.frames_channel)
+        self.frames_reader = asyncio.create_task(self.frames_read())
         await self.accept()
         await self.send_json(
             {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
@@ -101,6 +106,8 @@ class PlayConsumer(DatabaseCallConsumer):
 
     async def disconnect(self, code: int) -> None:
         if self.session is not None and hasattr(self, "group"):
+            self.frames_reader.cancel()
+            await self.frames.group_discard(self.group, self.frames_channel)
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
             watchers = await database_call(services.session_watched)(session_id=self.session.pk, change=-1)
@@ -144,6 +151,12 @@ class PlayConsumer(DatabaseCallConsumer):
             return
         await self.send_json({"type": "accepted", "seq": message.client_sequence, "sequence": event.sequence,
                               "duplicate": not new})  # fmt: skip
+
+    async def frames_read(self) -> None:
+        """Frames arrive on a channel layer of their own (services.FRAMES_LAYER), read here beside the consumer's
+        own loop; the bookkeeping they share with acknowledgements has no await between its reads and writes."""
+        while True:
+            await self.session_frame(await self.frames.receive(self.frames_channel))
 
     async def session_frame(self, event: dict[str, Any]) -> None:
         """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""

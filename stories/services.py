@@ -39,8 +39,12 @@ from worlds.services import hook_outcome_record
 SNAPSHOTS_KEPT = 3  # the newest is what a failover needs; two more in case the newest was cut short
 
 
+# The channel layer frames travel on (pub/sub on Redis, see settings); everything else takes the default one.
+FRAMES_LAYER = "frames"
+
+
 def session_group(session_id: Any) -> str:
-    """The channel-layer group of a session's browsers."""
+    """The channel-layer group of a session's browsers (on both layers)."""
     return f"play.{session_id}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -25,6 +26,28 @@ def test_the_quick_benchmark_writes_flat_json_with_its_keys() -> None:
     }  # fmt: skip
     assert all(isinstance(value, float) and value > 0 for value in figures.values())
     assert "ms_per_frame_p50" in result.stdout
+
+
+@pytest.mark.slow
+def test_the_quick_load_benchmark_keeps_every_player_connected_and_leaves_no_group_behind() -> None:
+    from django.conf import settings
+
+    if "postgresql" not in settings.DATABASES["default"]["ENGINE"] or not settings.REDIS_URL:
+        if os.environ.get("CI_REQUIRE_SERVICES"):
+            pytest.fail("CI needs PostgreSQL and Redis for the load benchmark")
+        pytest.skip("the load benchmark plays the production stack (PostgreSQL, Redis); .ci/run has them")
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "load_bench"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    figures = json.loads((ROOT / "bench" / "results" / "load_bench.json").read_text())
+    assert {"ws200_input_to_frame_p95_ms", "ws200_dropped_connections", "soak_rss_growth_pct",
+            "soak_groups_left"} <= set(figures)  # fmt: skip
+    # Speed is the benchmark's to report; a dropped player or a group left behind is a fault.
+    assert figures["ws200_dropped_connections"] == 0
+    assert figures["soak_groups_left"] == 0
+    assert figures["ws200_input_to_frame_p95_ms"] > 0
 
 
 def test_an_unknown_benchmark_name_is_refused_with_the_known_ones() -> None:

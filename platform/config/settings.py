@@ -119,24 +119,10 @@ else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        options = DATABASES["default"].setdefault("OPTIONS", {})
         # Fail fast while PostgreSQL is down instead of hanging every request.
-        options["connect_timeout"] = 5
+        DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
         # PgBouncer in transaction mode cannot hold server-side cursors open between transactions.
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_BEHIND_PGBOUNCER", default=False)
-        # Each process keeps at most this many connections open and lends them out per query batch (Django's
-        # psycopg pool): a play input no longer pays for a new PostgreSQL backend, which under 20 players of
-        # a Live world took more of the database thread's time than the queries; the pool also caps a
-        # process's connections, as closing them did. 0 turns it off (PgBouncer then pools instead).
-        pool_size = env.int("DATABASE_POOL_SIZE", default=16)
-        if pool_size < 0:
-            raise ConfigurationError("DATABASE_POOL_SIZE", "must be 0 (no pool) or more")
-        if pool_size and DATABASES["default"]["CONN_MAX_AGE"]:
-            raise ConfigurationError("DATABASE_CONN_MAX_AGE", "must be 0 while DATABASE_POOL_SIZE pools connections")
-        if pool_size:
-            # A request that waits 2 s for a connection fails as a lost database does (a 503 that says so): while
-            # PostgreSQL is down the pool has none to give, and a longer wait would hold every page that long.
-            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 2}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
@@ -147,11 +133,19 @@ if REDIS_URL:
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             # group_expiry must outlive daphne's WebSocket timeout or long sessions silently leave their groups.
             "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 60, "group_expiry": 86400 * 2},
-        }
+        },
+        # Frames go out on Redis pub/sub: published once, and each daphne process hands them to its own
+        # browsers. The default layer writes a copy per browser into Redis and reads each back with a round trip
+        # of its own; with 20 players in a Live world a quarter of daphne's time went to writing those copies.
+        # A frame nobody is subscribed to is gone, as a frame should be: the next one replaces it.
+        "frames": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"},
+        "frames": {"BACKEND": "channels.layers.InMemoryChannelLayer"},
+    }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Celery: a broker of its own (RabbitMQ, say) may be named; otherwise Redis; with neither, tasks run inline.

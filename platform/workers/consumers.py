@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.cache import cache
 
@@ -140,7 +141,7 @@ class WorkerConsumer(DatabaseCallConsumer):
     async def session_frame(self, data: bytes) -> None:
         session, number, sequence, jpeg = protocol.frame_decode(data)
         self.check_assigned(session)
-        await self.channel_layer.group_send(
+        await get_channel_layer(play.FRAMES_LAYER).group_send(
             play.session_group(session), {"type": "session.frame", "number": number, "sequence": sequence, "jpeg": jpeg}
         )
         await self.last_frame_note(session, number)

@@ -29,6 +29,7 @@ from moderation.services import user_suspend
 from stories.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, PlayConsumer
 from stories.models import PlaySession, SessionEvent
 from stories.protocol import CLOSE_SIGNED_OUT
+from stories.services import FRAMES_LAYER
 from stories.tests.factories import PlaySessionFactory
 from tests.fixtures import cookie_for
 from workers.models import WorkerNode
@@ -217,8 +218,8 @@ async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent
     await communicator.receive_json_from()
     group = f"play.{session.pk}"
     for number in range(1, 7):
-        await get_channel_layer().group_send(group, {"type": "session.frame", "number": number, "sequence": 0,
-                                                     "jpeg": b"jpeg%d" % number})  # fmt: skip
+        frame = {"type": "session.frame", "number": number, "sequence": 0, "jpeg": b"jpeg%d" % number}
+        await get_channel_layer(FRAMES_LAYER).group_send(group, frame)
     received = [await communicator.receive_from() for _ in range(2)]
     assert [frame[8:] for frame in received] == [b"jpeg1", b"jpeg2"]
     assert await communicator.receive_nothing(timeout=0.3)
