@@ -44,16 +44,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"worldloom: database {database}, channel layer {layer}, celery {broker}"]
 
 
-@pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
-    """No connection pool in the test process itself: Channels' test communicator turns off the closing of
-    connections that returns them to a pool, and each test's event loop then ends its threads holding them,
-    until the pool runs dry. The platform processes the tests start pool their connections as in production."""
-    from django.conf import settings
-
-    settings.DATABASES["default"].get("OPTIONS", {}).pop("pool", None)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def static_files_collected() -> None:
     """Pages name their static files by hash, so the manifest must exist before any page renders."""

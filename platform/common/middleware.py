@@ -14,7 +14,7 @@ class DatabaseUnavailableMiddleware:
     """While the database is down (a restart, a failover) answer 503 with one sentence, not a 500 page.
 
     The request's transaction, if any, was rolled back with the lost connection, so the sentence is true;
-    the next request gets a connection the pool has checked, or a fresh one (health checks on).
+    Django opens a fresh connection for the next request (CONN_MAX_AGE 0, health checks on).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

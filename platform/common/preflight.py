@@ -29,10 +29,6 @@ def services_reachable_or_exit() -> None:
                 "CELERY_BROKER_URL", f"names an unreachable broker at {redacted(broker_url)} ({error})"
             ) from None
     try:
-        if connection.vendor == "postgresql":
-            # Asked once and directly: through the pool, every background attempt would log a warning first.
-            with connection.wrap_database_errors:
-                connection.Database.connect(**connection.get_connection_params()).close()
         connection.ensure_connection()
         if connection.vendor == "sqlite":
             # WAL lets pages read while sessions write. The mode is stored in the file, so it is set once, here:
