@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 import os
 import threading
 import time
@@ -82,6 +83,24 @@ def language_model_loader(choice: str, device: str) -> Callable[[], LanguageMode
         )
 
     return load_local
+
+
+class TickSchedule:
+    """When the next tick may start: an interval after the last one began (the step's own time included), or
+    after an input as soon as half an interval has passed. Ticks move the world, so without that floor the
+    players of a Live world would step it as fast as they press keys, and the worker with it."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.last_started = -math.inf
+
+    def wait(self, now: float, input_waiting: bool) -> float:
+        """Seconds from `now` until the next tick may start."""
+        gap = self.interval / 2 if input_waiting else self.interval
+        return max(self.last_started + gap - now, 0.0)
+
+    def started(self, now: float) -> None:
+        self.last_started = now
 
 
 class InferenceWorker:
@@ -187,17 +206,19 @@ class InferenceWorker:
     async def tick_forever(self, connection: ClientConnection) -> None:
         """Step every session once per tick, as one batch, and send the frames and any due snapshots.
 
-        An input cuts the wait short: the next tick runs at once, so a key shows on screen after one step
-        rather than after the rest of the frame interval (the world then keeps its pace from there).
+        An input cuts the wait short (see TickSchedule), so a key shows on screen after one step rather than
+        after the rest of the frame interval.
         """
-        interval = 1 / self.config.frames_per_second
-        next_tick = time.monotonic()
+        schedule = TickSchedule(1 / self.config.frames_per_second)
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.input_arrived.wait(), timeout=max(next_tick - time.monotonic(), 0))
+            delay = schedule.wait(time.monotonic(), input_waiting=self.input_arrived.is_set())
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.input_arrived.wait(), timeout=delay)
+                if self.input_arrived.is_set():
+                    await asyncio.sleep(schedule.wait(time.monotonic(), input_waiting=True))
             self.input_arrived.clear()
-            # Ticks start an interval apart (the step's own time included), or at once after an input.
-            next_tick = time.monotonic() + interval
+            schedule.started(time.monotonic())
             if not self.host.sessions:
                 continue
             frames, messages = await self.on_engine_thread(self.host.tick)

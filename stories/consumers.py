@@ -136,7 +136,12 @@ class PlayConsumer(DatabaseCallConsumer):
             )
             return
         try:
-            refusal = await database_call(live_text_refusal)(session=self.session, payload=message.payload)
+            # Only typed words can be refused; keys and choices skip the trip to the database thread.
+            refusal = (
+                await database_call(live_text_refusal)(session=self.session, payload=message.payload)
+                if "text" in message.payload
+                else None
+            )
             if refusal is not None:
                 await self.send_json({"type": "error", "error": refusal, "seq": message.client_sequence})
                 return

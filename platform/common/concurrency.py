@@ -1,32 +1,56 @@
 """Database work called from WebSocket consumers, run where it does not hold up every other consumer.
 
 Channels' `database_sync_to_async` runs sync code "thread-sensitively": on the one thread that all sync
-code of the process shares. Under load that thread is the bottleneck: with 20 players in one Live world,
-each input's logging queued behind everyone else's, and frames waited behind the inputs (a consumer handles
-one event at a time). On PostgreSQL independent transactions run well side by side, so consumers run their
-database calls on the thread pool instead; SQLite takes one writer at a time anyway, so there they keep the
-shared thread rather than wait on each other's locks.
+code of the process shares, and opens and closes a connection around every call. Under load both hurt: with
+20 players in one Live world each input's logging queued behind everyone else's, and with 200 players the
+daphne process spent more time opening PostgreSQL connections (a new backend each) than running queries. On
+PostgreSQL, consumers therefore run their database calls on `DATABASE_THREADS`, a few threads that each keep
+one connection from call to call (checked before its first query, as CONN_HEALTH_CHECKS has Django do, and
+dropped after an error), so a process holds at most that many. SQLite takes one writer at a time anyway, so
+there they keep the shared thread rather than wait on each other's locks.
 
 For the same reason our consumers skip the `close_old_connections` that channels (4.2 and later) runs on
 that shared thread before every message it dispatches: one thread round trip per frame per browser, which
-put every frame of every session in the queue behind the database work. Their database work goes through
-`database_call`, which closes connections on its own thread before and after.
+put every frame of every session in the queue behind the database work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from asgiref.sync import SyncToAsync
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
+
+# Eight calls at once is more than two cores keep busy, and eight connections a daphne process stays far
+# below PostgreSQL's hundred with several processes.
+DATABASE_THREADS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="database")
+
+
+class KeptConnectionCall(SyncToAsync):
+    """A call on one of `DATABASE_THREADS`, whose connection the thread keeps for its next call."""
+
+    def thread_handler(self, loop: Any, *args: Any, **kwargs: Any) -> Any:
+        kept = connections[DEFAULT_DB_ALIAS]
+        # Django checks a reused connection before its first query (CONN_HEALTH_CHECKS) when this is unset:
+        # one PostgreSQL dropped while the thread waited (a restart, say) is replaced instead of failing the call.
+        kept.health_check_done = False
+        try:
+            return super().thread_handler(loop, *args, **kwargs)
+        except DatabaseError:
+            kept.close()  # it may be broken; the thread's next call opens another
+            raise
 
 
 def database_call(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function` as an awaitable that runs on a pool thread (PostgreSQL) or the shared sync thread (SQLite)."""
-    return database_sync_to_async(function, thread_sensitive=connection.vendor == "sqlite")
+    """`function` as an awaitable on a database thread (PostgreSQL) or the shared sync thread (SQLite)."""
+    if connection.vendor == "sqlite":
+        return database_sync_to_async(function, thread_sensitive=True)
+    return KeptConnectionCall(function, thread_sensitive=False, executor=DATABASE_THREADS)
 
 
 class DatabaseCallConsumer(AsyncWebsocketConsumer):
