@@ -87,6 +87,7 @@ class WorkerConsumer(DatabaseCallConsumer):
         # Each session's newest frame number, and when it was last written to the cache.
         self.last_frames: dict[str, int] = {}
         self.last_frames_written: dict[str, float] = {}
+        self.frames = get_channel_layer(play.FRAMES_LAYER)
         await self.accept()
         await database_call(services.worker_connect)(worker=self.worker, channel_name=self.channel_name)
         await self.send_message(
@@ -141,7 +142,7 @@ class WorkerConsumer(DatabaseCallConsumer):
     async def session_frame(self, data: bytes) -> None:
         session, number, sequence, jpeg = protocol.frame_decode(data)
         self.check_assigned(session)
-        await get_channel_layer(play.FRAMES_LAYER).group_send(
+        await self.frames.group_send(
             play.session_group(session), {"type": "session.frame", "number": number, "sequence": sequence, "jpeg": jpeg}
         )
         await self.last_frame_note(session, number)
