@@ -12,7 +12,7 @@ import torch
 
 from inference.world import renderer
 from inference.world.conditioning import conditioning
-from inference.world.dataset import episodes
+from inference.world.dataset import episode, episodes, start_tick
 from inference.world.events import parse_event
 from inference.world.model import (
     FLOOR_PLANES,
@@ -174,3 +174,13 @@ def test_a_tiny_model_trains_on_the_cpu_and_its_losses_fall(data, monkeypatch: p
     assert np.mean(autoencoder_losses[-5:]) < 0.5 * np.mean(autoencoder_losses[:5])
     assert np.mean(dynamics_losses[-5:]) < 0.8 * dynamics_losses[0]
     assert all(math.isfinite(loss) for loss in self_forcing_losses)
+
+
+def test_a_late_start_episode_is_the_same_play_recorded_from_a_later_tick() -> None:
+    whole = episodes([7], length=40)
+    late = episode(7, 10, 64, start=30)
+    for name in ("frames", "columns", "scalars", "events", "overlay", "actions"):
+        assert np.array_equal(getattr(late, name)[0], getattr(whole, name)[0, 30:]), name
+    starts = [start_tick(seed) for seed in range(200)]
+    assert 0.3 < starts.count(0) / len(starts) < 0.7  # about `late_start_share` of the worlds start late
+    assert max(starts) <= 1000 and len(set(starts)) > 50

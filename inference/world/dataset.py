@@ -30,6 +30,10 @@ class DatasetConfig:
     min_hold: int = 3  # ticks a key stays held: short taps and long walks both occur
     max_hold: int = 16
     held_out_seed_offset: int = 1_000_000  # held-out worlds come from seeds no training run reaches
+    # Sessions last hours and their events pile up (objects, avatars, weather): training episodes that all began
+    # at a world's first tick never showed the model a crowded world, and its free runs drifted there.
+    late_start_share: float = 0.5  # share of training episodes recorded from a random tick of a long play
+    latest_start_tick: int = 1000
 
 
 CONFIG = DatasetConfig()
@@ -135,30 +139,41 @@ def play(seed: int, length: int) -> tuple[WorldSpec, list[tuple[int, list[dict]]
     return spec, inputs
 
 
-def episode(seed: int, length: int, frame_size: int) -> Episodes:
-    """One episode of `length` frames in the world of `seed`, as a batch of one."""
-    spec, inputs = play(seed, length)
+def start_tick(seed: int) -> int:
+    """The tick a training episode of `seed` is recorded from: 0, or for `late_start_share` of the seeds a
+    random tick of a long play, so that the model also learns the worlds players reach after a while."""
+    rng = random.Random(seed ^ 0x57A27)  # noqa: S311 (training data, not a secret)
+    if rng.random() >= CONFIG.late_start_share:
+        return 0
+    return rng.randint(1, CONFIG.latest_start_tick)
+
+
+def episode(seed: int, length: int, frame_size: int, start: int = 0) -> Episodes:
+    """`length` frames of the world of `seed` from tick `start` of its play, as a batch of one."""
+    spec, inputs = play(seed, start + length)
     state = initial_state(spec)
+    for held, fired in inputs[1 : start + 1]:
+        state = step(state, held, [parse_event(event) for event in fired])
     frames = np.zeros((length, frame_size, frame_size, 3), dtype=np.uint8)
     columns = np.zeros((length, frame_size, COLUMN_FEATURES), dtype=np.float32)
     scalars = np.zeros((length, SCALAR_FEATURES), dtype=np.float32)
     events = np.zeros((length, 3), dtype=np.int64)
     overlays = np.zeros((length, frame_size, frame_size), dtype=np.uint8)
     actions = np.zeros(length, dtype=np.int64)
-    for tick, (held, fired) in enumerate(inputs):
-        if tick:
+    for index, (held, fired) in enumerate(inputs[start : start + length]):
+        if index:
             state = step(state, held, [parse_event(event) for event in fired])
-            actions[tick] = held
-        frames[tick] = render(state, spec, frame_size, frame_size)
-        condition = conditioning(state, spec, int(actions[tick]), frame_size)
-        columns[tick], scalars[tick], events[tick] = condition.columns, condition.scalars, condition.events
-        overlays[tick] = condition.overlay
+        actions[index] = held
+        frames[index] = render(state, spec, frame_size, frame_size)
+        condition = conditioning(state, spec, int(actions[index]), frame_size)
+        columns[index], scalars[index], events[index] = condition.columns, condition.scalars, condition.events
+        overlays[index] = condition.overlay
     return Episodes(frames[None], columns[None], scalars[None], events[None], overlays[None], actions[None])
 
 
-def episodes(seeds: Sequence[int], length: int, frame_size: int = 64) -> Episodes:
-    """Episodes for each seed, stacked."""
-    parts = [episode(seed, length, frame_size) for seed in seeds]
+def episodes(seeds: Sequence[int], length: int, frame_size: int = 64, late_starts: bool = False) -> Episodes:
+    """Episodes for each seed, stacked: from each world's first tick, or (late_starts) from `start_tick`."""
+    parts = [episode(seed, length, frame_size, start_tick(seed) if late_starts else 0) for seed in seeds]
     return Episodes(
         *(np.concatenate([getattr(part, name) for part in parts]) for name in Episodes.__dataclass_fields__)
     )

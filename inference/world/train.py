@@ -251,7 +251,8 @@ def train(config: TrainConfig, output: Path, command: str) -> dict:
     first_seed = config.seed * config.episodes
     if first_seed + config.episodes > DATASET_CONFIG.held_out_seed_offset:
         raise ValueError("seed * episodes reaches into the held-out worlds; use a smaller seed")
-    data = episodes(range(first_seed, first_seed + config.episodes), config.episode_length, model_config.frame_size)
+    training_seeds = range(first_seed, first_seed + config.episodes)
+    data = episodes(training_seeds, config.episode_length, model_config.frame_size, late_starts=True)
     held_out_seeds = range(
         DATASET_CONFIG.held_out_seed_offset, DATASET_CONFIG.held_out_seed_offset + config.held_out_episodes
     )
