@@ -185,7 +185,7 @@ class InferenceWorker:
                     continue
                 for reply in await self.on_engine_thread(self.handle, message):
                     await connection.send(protocol.encode(reply))
-                if message["type"] == "session.input":
+                if message["type"] == "session.input" and self.host.input_brings_tick_forward(message["session"]):
                     self.input_arrived.set()
         finally:
             self.connection = None
@@ -206,8 +206,8 @@ class InferenceWorker:
     async def tick_forever(self, connection: ClientConnection) -> None:
         """Step every session once per tick, as one batch, and send the frames and any due snapshots.
 
-        An input cuts the wait short (see TickSchedule), so a key shows on screen after one step rather than
-        after the rest of the frame interval.
+        A single player's input cuts the wait short (see TickSchedule and SessionHost.input_brings_tick_forward),
+        so a key shows on screen after one step rather than after the rest of the frame interval.
         """
         schedule = TickSchedule(1 / self.config.frames_per_second)
         while True:

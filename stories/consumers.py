@@ -154,6 +154,9 @@ class PlayConsumer(DatabaseCallConsumer):
             unavailable = "the database is unavailable; this input was not kept, try again shortly"
             await self.send_json({"type": "error", "seq": message.client_sequence, "error": unavailable})
             return
+        except services.WorkerBusy as busy:
+            await self.send_json({"type": "error", "seq": message.client_sequence, "error": str(busy)})
+            return
         await self.send_json({"type": "accepted", "seq": message.client_sequence, "sequence": event.sequence,
                               "duplicate": not new})  # fmt: skip
 

@@ -92,6 +92,9 @@ class PlaySession(models.Model):
     queued_at = models.DateTimeField(null=True, blank=True)
     # The newest frame the platform has seen: a reopened session replays up to it, and numbering continues.
     last_frame = models.PositiveBigIntegerField(default=0)
+    # The sequence number of the newest logged input: raised in one UPDATE, whose row lock orders concurrent
+    # inputs (a Live world's players) for only as long as their insert takes.
+    last_sequence = models.PositiveIntegerField(default=0)
     ended_reason = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_active_at = models.DateTimeField(auto_now_add=True)

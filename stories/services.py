@@ -6,16 +6,18 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
 from asgiref.sync import async_to_sync
+from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import User
@@ -36,6 +38,8 @@ from workers.models import WorkerNode
 from worlds.models import WorldVersion
 from worlds.services import hook_outcome_record
 
+logger = logging.getLogger(__name__)
+
 SNAPSHOTS_KEPT = 3  # the newest is what a failover needs; two more in case the newest was cut short
 
 
@@ -48,10 +52,19 @@ def session_group(session_id: Any) -> str:
     return f"play.{session_id}"
 
 
-def send_to_worker(channel_name: str, message: dict[str, Any]) -> None:
-    transaction.on_commit(
-        lambda: async_to_sync(get_channel_layer().send)(channel_name, {"type": "worker.forward", "message": message})
-    )
+def send_to_worker(channel_name: str, message: dict[str, Any], *, required: bool = True) -> None:
+    """Send after commit. A worker whose channel is full raises ChannelFull, unless the message is not
+    `required` (a reopen the session can do without while it keeps running): that one is logged and dropped."""
+
+    def send() -> None:
+        try:
+            async_to_sync(get_channel_layer().send)(channel_name, {"type": "worker.forward", "message": message})
+        except ChannelFull:
+            if required:
+                raise
+            logger.warning("worker channel %s is full; dropped %s", channel_name, message["type"])
+
+    transaction.on_commit(send)
 
 
 def send_to_browsers(session_id: Any, message: dict[str, Any]) -> None:
@@ -141,13 +154,17 @@ def sessions_dispatch_queued() -> int:
     return placed
 
 
-@transaction.atomic
+class WorkerBusy(Exception):
+    """The session's worker has more inputs waiting than its channel holds; the input was not kept."""
+
+
 def session_input_append(
     *, session: PlaySession, player: User, client_sequence: int, payload: dict[str, Any]
 ) -> tuple[SessionEvent, bool]:
     """Log an input (once, however often the browser resends it) and forward it to the session's worker.
 
-    Returns the logged event and whether it is new.
+    Returns the logged event and whether it is new. Raises WorkerBusy, with nothing kept, when the worker's
+    channel is full: the browser is told and sends the input again later.
     """
     existing = SessionEvent.objects.filter(session=session, player=player, client_sequence=client_sequence).first()
     if existing is not None:
@@ -157,26 +174,36 @@ def session_input_append(
         payload = {**payload, "participant": player.get_username()}
     try:
         with transaction.atomic():
-            return event_log_and_forward(session_id=session.pk, payload=payload, player=player,
-                                         client_sequence=client_sequence), True  # fmt: skip
+            event = event_log_and_forward(session_id=session.pk, payload=payload, player=player,
+                                          client_sequence=client_sequence)  # fmt: skip
     except IntegrityError:
         return SessionEvent.objects.get(session=session, player=player, client_sequence=client_sequence), False
+    except ChannelFull:
+        # Raised by the forward after the commit: withdraw the input, so the log (which a failover replays)
+        # holds only what the worker was given.
+        SessionEvent.objects.filter(pk=event.pk).delete()
+        busy = "the world's worker is too busy to take this input; it was not kept, try again shortly"
+        raise WorkerBusy(busy) from None
+    return event, True
 
 
 def event_log_and_forward(
     *, session_id: Any, payload: dict[str, Any], player: User | None = None, client_sequence: int | None = None
 ) -> SessionEvent:
-    """Number an input in the session's sequence, log it, and send it to the session's worker after commit."""
-    # Lock the session row so concurrent inputs (Live worlds, worker proposals) take distinct sequence numbers.
-    locked = PlaySession.objects.select_for_update().get(pk=session_id)
-    sequence = (locked.events.aggregate(last=Max("sequence"))["last"] or 0) + 1
-    event = SessionEvent.objects.create(session=locked, sequence=sequence, player=player,
+    """Number an input in the session's sequence, log it, and send it to the session's worker after commit.
+
+    Called inside a transaction: the UPDATE that takes the number holds the session's row until the commit,
+    so concurrent inputs (Live worlds, worker proposals) take distinct numbers in the order they are logged.
+    """
+    sessions = PlaySession.objects.filter(pk=session_id)
+    sessions.update(last_sequence=F("last_sequence") + 1, last_active_at=timezone.now())
+    sequence, status, worker_channel = sessions.values_list("last_sequence", "status", "worker__channel_name").get()
+    event = SessionEvent.objects.create(session_id=session_id, sequence=sequence, player=player,
                                         client_sequence=client_sequence, kind=payload["type"],
                                         payload=payload)  # fmt: skip
-    PlaySession.objects.filter(pk=session_id).update(last_active_at=timezone.now())
-    if locked.status == SessionStatus.RUNNING and locked.worker is not None:
+    if status == SessionStatus.RUNNING and worker_channel:
         forwarded = {"type": "session.input", "session": str(session_id), "sequence": sequence, "input": payload}
-        send_to_worker(locked.worker.channel_name, forwarded)
+        send_to_worker(worker_channel, forwarded)
     return event
 
 
@@ -278,7 +305,7 @@ def session_reopen(*, session: PlaySession) -> None:
     and applies logged inputs it never received; one that lost it (a restart of daphne or of the channel
     layer dropped its connection without a disconnect, or the first open) reopens it from snapshot and log."""
     assert session.worker is not None
-    send_to_worker(session.worker.channel_name, session_open_message(session=session))
+    send_to_worker(session.worker.channel_name, session_open_message(session=session), required=False)
 
 
 @transaction.atomic

@@ -201,6 +201,16 @@ class SessionHost:
             hosted.paused = entry["input"]["type"] == "pause"
         hosted.applied_sequence = entry["sequence"]
 
+    def input_brings_tick_forward(self, session_id: str) -> bool:
+        """Whether an input for this session should start the next tick early (see worker.TickSchedule).
+
+        A single player's key shows after one step instead of the rest of the frame interval. A Live world's
+        players keep its steady frame rate: with fifty of them pressing keys, early ticks doubled the frames
+        every one of their browsers is sent, and a key waits at most one interval for the next tick anyway.
+        """
+        hosted = self.sessions.get(session_id)
+        return hosted is not None and not hosted.live
+
     def input(self, session_id: str, sequence: int, given: Message) -> list[Message]:
         """Apply one logged input at the next tick; report the tick and what it became."""
         hosted = self.sessions[session_id]

@@ -183,3 +183,12 @@ def test_in_a_live_world_the_majority_vote_moves_the_story_when_the_vote_closes(
     reopened = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
     reopened.open(open_message("s", story=STORY, live=True, replay=logged, target_tick=6))
     assert reopened.sessions["s"].story_state.beat == "right"
+
+
+def test_a_single_players_input_brings_the_tick_forward_and_a_live_worlds_keeps_its_rate() -> None:
+    session_host = host()
+    session_host.open(open_message("alone"))
+    session_host.open(open_message("crowd", live=True))
+    assert session_host.input_brings_tick_forward("alone")
+    assert not session_host.input_brings_tick_forward("crowd")
+    assert not session_host.input_brings_tick_forward("closed")

@@ -137,7 +137,9 @@ class WorkerConsumer(DatabaseCallConsumer):
 
     async def worker_heartbeat(self, message: dict[str, Any]) -> None:
         heartbeat = protocol.parse_heartbeat(message)
-        await database_call(services.worker_heartbeat)(worker=self.worker, free_slots=heartbeat.free_slots)
+        # Behind the stream, not awaited: while every database thread waited on a busy Live world's inputs, an
+        # awaited heartbeat stopped this consumer, and the inputs forwarded to the worker filled its channel.
+        self.record(services.worker_heartbeat, worker=self.worker, free_slots=heartbeat.free_slots)
 
     async def session_frame(self, data: bytes) -> None:
         session, number, sequence, jpeg = protocol.frame_decode(data)

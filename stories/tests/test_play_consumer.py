@@ -12,10 +12,11 @@ import pytest
 import pytest_asyncio
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
+from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers, get_channel_layer
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
+from channels_redis.core import RedisChannelLayer
 from django.urls import path
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
@@ -294,4 +295,39 @@ async def test_a_live_participants_prompt_that_breaks_the_rating_never_reaches_t
     forwarded = await forwarded_input(worker_channel)
     assert forwarded["input"] == {"type": "prompt", "text": "it starts snowing",
                                              "participant": participant.username}  # fmt: skip
+    await communicator.disconnect()
+
+
+def another_process_layer() -> Any:
+    """The channel layer as another process holds it: on Redis, its channels' messages wait in an inbox of its
+    own, which only that process reads (this one's readers would pull them into their buffers)."""
+    layer = get_channel_layer()
+    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER) if isinstance(layer, RedisChannelLayer) else layer
+
+
+async def test_an_input_the_busy_worker_cannot_take_is_refused_and_not_kept(running: Any) -> None:
+    session, _ = running
+    worker_layer = another_process_layer()
+    worker_channel = await worker_layer.new_channel()
+    await database_sync_to_async(WorkerNode.objects.filter(pk=session.worker_id).update)(channel_name=worker_channel)
+    for _ in range(worker_layer.capacity):  # the worker's process has stopped reading: its inbox is full
+        await worker_layer.send(worker_channel, {"type": "worker.forward", "message": {"type": "session.refresh"}})
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    await communicator.send_json_to({"type": "key_down", "key": "KeyW", "seq": 1})
+    refused = await communicator.receive_json_from()
+    assert refused["type"] == "error" and refused["seq"] == 1 and "not kept" in refused["error"]
+    assert not await database_sync_to_async(SessionEvent.objects.filter(session=session).exists)()
+
+    for _ in range(worker_layer.capacity):  # the worker catches up; the page sends the input again
+        await worker_layer.receive(worker_channel)
+    await communicator.send_json_to({"type": "key_down", "key": "KeyW", "seq": 1})
+    accepted = await communicator.receive_json_from()
+    assert accepted["type"] == "accepted" and not accepted["duplicate"]
+    forwarded = (await worker_layer.receive(worker_channel))["message"]
+    assert forwarded["type"] == "session.input" and forwarded["sequence"] == accepted["sequence"]
+    logged = await database_sync_to_async(lambda: list(SessionEvent.objects.filter(session=session)))()
+    assert [event.sequence for event in logged] == [accepted["sequence"]]
     await communicator.disconnect()
