@@ -20,6 +20,8 @@ Sessions (the platform logs every input before it forwards it, and numbers it in
   (a browser arrived: send the story messages again): `session`.
 - worker → platform binary frames: `WORKER_FRAME_HEADER` (session UUID, frame number, last applied
   sequence), then the JPEG.
+- worker → platform `session.missing` (`after`: the last sequence it applied): a forwarded input came after a
+  gap; the platform sends `session.open` again, whose `pending` inputs fill it.
 - worker → platform `session.opened` (`tick`), `session.applied` (`sequence`, the `tick` it applies at, the
   `events` it became, the `story` state after a choice), `session.snapshot` (`tick`, `sequence`,
   `engine_state`, `narrative`), and `session.narration` / `session.choices` / `session.votes` (Live worlds:
@@ -55,6 +57,7 @@ WORKER_FRAME_HEADER = struct.Struct(">16sII")
 SESSION_MESSAGE_TYPES = (
     "session.opened",
     "session.applied",
+    "session.missing",
     "session.snapshot",
     "session.narration",
     "session.choices",

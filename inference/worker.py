@@ -247,7 +247,7 @@ class InferenceWorker:
             if kind == "session.open":
                 return self.host.open(message)
             if kind == "session.input":
-                return self.host.input(message["session"], int(message["sequence"]), message["input"])
+                return self.host.input_forwarded(message["session"], int(message["sequence"]), message["input"])
             if kind == "session.refresh":
                 return self.host.refresh(message["session"])
             if kind == "session.close":
@@ -273,7 +273,7 @@ class InferenceWorker:
         replies += self.host.refresh(session)
         for pending in message.get("pending", []):
             replies += self.host.input(session, int(pending["sequence"]), pending["input"])
-        return replies
+        return replies + self.host.early_inputs_apply(session)
 
     def close_all(self) -> None:
         for session in list(self.host.sessions):

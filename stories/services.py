@@ -308,6 +308,14 @@ def session_reopen(*, session: PlaySession) -> None:
     send_to_worker(session.worker.channel_name, session_open_message(session=session), required=False)
 
 
+def session_inputs_resend(*, session_id: Any) -> None:
+    """The worker missed a forwarded input (it came to an input after a gap): reopen the session there, so that
+    it applies the logged inputs it never received."""
+    session = PlaySession.objects.select_related("version", "worker").filter(pk=session_id).first()
+    if session is not None and session.status == SessionStatus.RUNNING and session.worker is not None:
+        session_reopen(session=session)
+
+
 @transaction.atomic
 def session_park_if_unwatched(*, session_id: Any) -> bool:
     """Free the worker slot of a session nobody watches; its snapshot and log keep everything."""

@@ -89,6 +89,9 @@ class HostedSession:
     # The hook waiting for the player's response, and every hook that has fired (each fires once).
     active_hook: str | None = None
     fired_hooks: list[str] = field(default_factory=list)
+    # Forwarded inputs that came after a gap in the sequence, by sequence: they wait for the reopen that was
+    # asked for (SessionHost.input_forwarded).
+    early_inputs: dict[int, Message] = field(default_factory=dict)
 
     def narrative(self) -> dict[str, Any]:
         return {
@@ -210,6 +213,36 @@ class SessionHost:
         """
         hosted = self.sessions.get(session_id)
         return hosted is not None and not hosted.live
+
+    def input_forwarded(self, session_id: str, sequence: int, given: Message) -> list[Message]:
+        """An input as the platform forwards it, applied in the order of the session's sequence.
+
+        One that comes after a gap waits: the input before it was lost on the way (a channel layer drops the
+        oldest messages of a consumer that falls behind) or was overtaken. The first asks the platform to
+        reopen the session (`session.missing`); the reopen's pending inputs, from the log, fill the gap
+        (`early_inputs_apply`), and an overtaken input arriving first fills it too.
+        """
+        hosted = self.sessions[session_id]
+        if sequence > hosted.applied_sequence + 1:
+            asked = bool(hosted.early_inputs)
+            hosted.early_inputs[sequence] = given
+            return [] if asked else [{"type": "session.missing", "session": session_id,
+                                      "after": hosted.applied_sequence}]  # fmt: skip
+        replies = self.input(session_id, sequence, given)
+        while hosted.applied_sequence + 1 in hosted.early_inputs:
+            following = hosted.applied_sequence + 1
+            replies += self.input(session_id, following, hosted.early_inputs.pop(following))
+        return replies
+
+    def early_inputs_apply(self, session_id: str) -> list[Message]:
+        """After a reopen applied the log's pending inputs: the ones that came early, in order. The log is
+        whole, so a number still missing was never logged (an input refused after it was numbered)."""
+        hosted = self.sessions[session_id]
+        early, hosted.early_inputs = hosted.early_inputs, {}
+        replies: list[Message] = []
+        for sequence in sorted(early):
+            replies += self.input(session_id, sequence, early[sequence])
+        return replies
 
     def input(self, session_id: str, sequence: int, given: Message) -> list[Message]:
         """Apply one logged input at the next tick; report the tick and what it became."""

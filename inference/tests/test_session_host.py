@@ -192,3 +192,34 @@ def test_a_single_players_input_brings_the_tick_forward_and_a_live_worlds_keeps_
     assert session_host.input_brings_tick_forward("alone")
     assert not session_host.input_brings_tick_forward("crowd")
     assert not session_host.input_brings_tick_forward("closed")
+
+
+def key(name: str) -> dict[str, Any]:
+    return {"type": "key_down", "key": name}
+
+
+def test_an_input_after_a_gap_waits_and_asks_for_the_missing_one_once() -> None:
+    session_host = host()
+    session_host.open(open_message("s"))
+    assert session_host.input_forwarded("s", 1, key("KeyW"))[0]["type"] == "session.applied"
+    assert session_host.input_forwarded("s", 3, key("KeyA")) == [{"type": "session.missing", "session": "s",
+                                                                   "after": 1}]  # fmt: skip
+    assert session_host.input_forwarded("s", 4, key("KeyD")) == []  # asked already
+    assert session_host.sessions["s"].held_keys == {"KeyW"}
+    # The overtaken input arrives: it and the two that waited apply in order.
+    applied = [reply["sequence"] for reply in session_host.input_forwarded("s", 2, key("KeyS"))]
+    assert applied == [2, 3, 4]
+    assert session_host.sessions["s"].held_keys == {"KeyW", "KeyS", "KeyA", "KeyD"}
+
+
+def test_inputs_that_came_early_apply_after_the_reopen_fills_the_gap_from_the_log() -> None:
+    session_host = host()
+    session_host.open(open_message("s"))
+    session_host.input_forwarded("s", 1, key("KeyW"))
+    session_host.input_forwarded("s", 4, key("KeyD"))
+    # The reopen's pending inputs: the lost one, and the early one, which is logged too.
+    for sequence, given in ((2, key("KeyS")), (4, key("KeyD"))):
+        session_host.input("s", sequence, given)
+    assert session_host.early_inputs_apply("s") == []  # 4 came in the log; 3 was never logged
+    assert session_host.sessions["s"].applied_sequence == 4
+    assert session_host.input_forwarded("s", 5, key("KeyA"))[0]["sequence"] == 5

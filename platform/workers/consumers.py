@@ -194,6 +194,8 @@ class WorkerConsumer(DatabaseCallConsumer):
                 tick=int(message["tick"]), events=list(message.get("events", [])), story=message.get("story"),
                 hooks=[str(name) for name in message.get("hooks", [])],
             )  # fmt: skip
+        elif kind == "session.missing":
+            self.record(play.session_inputs_resend, session_id=session)
         elif kind == "session.snapshot":
             try:
                 engine_state = base64.b64decode(message["engine_state"], validate=True)

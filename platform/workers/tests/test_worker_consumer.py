@@ -12,11 +12,13 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
+from django.db import transaction
 from django.utils import timezone
 
 from config.routing import application
 from inference import protocol
-from stories.services import session_group
+from stories.models import PlaySession
+from stories.services import event_log_and_forward, session_group
 from stories.tests.factories import PlaySessionFactory
 from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
@@ -161,3 +163,25 @@ async def test_a_worker_may_publish_only_to_the_sessions_assigned_to_it() -> Non
     assert "not assigned" in (await owner_worker.receive_json_from())["error"]
     await owner_worker.disconnect()
     await other_worker.disconnect()
+
+
+async def test_a_worker_that_missed_an_input_is_sent_the_session_again_with_the_inputs_it_lacks() -> None:
+    worker = await connect_worker("gpu-box-1")
+    session = await database_sync_to_async(PlaySessionFactory)(status="running")
+    await database_sync_to_async(lambda: PlaySession.objects.filter(pk=session.pk).update(
+        worker=WorkerNode.objects.get(name="gpu-box-1")))()  # fmt: skip
+    for _ in range(2):
+        await database_sync_to_async(log_input)(session.pk)
+    assert (await worker.receive_json_from())["sequence"] == 1
+    assert (await worker.receive_json_from())["sequence"] == 2
+    await assigned(worker, "gpu-box-1", str(session.pk))
+    await worker.send_json_to({"type": "session.missing", "session": str(session.pk), "after": 0})
+    reopened = await worker.receive_json_from(timeout=5)
+    assert reopened["type"] == "session.open" and reopened["session"] == str(session.pk)
+    assert [pending["sequence"] for pending in reopened["pending"]] == [1, 2]
+    await worker.disconnect()
+
+
+def log_input(session_id: uuid.UUID) -> None:
+    with transaction.atomic():
+        event_log_and_forward(session_id=session_id, payload={"type": "key_down", "key": "KeyW"})
