@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -42,11 +43,27 @@ pytestmark = [
 ]
 
 
+OPENED: list[WebsocketCommunicator] = []
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def communicators_ended_after() -> AsyncIterator[None]:
+    """End every consumer a test started before its event loop closes: one left running (its socket closed by
+    the server, say) keeps a receive open on the shared channel layer, and the next test's loop then cannot
+    take that layer's receive lock."""
+    yield
+    while OPENED:
+        with contextlib.suppress(Exception):
+            await OPENED.pop().disconnect()
+
+
 async def connect(session_id: Any, user: User | None, origin: bytes = b"http://127.0.0.1") -> WebsocketCommunicator:
     headers = [(b"origin", origin)]
     if user is not None:
         headers.append((b"cookie", (await database_sync_to_async(cookie_for)(user)).encode()))
-    return WebsocketCommunicator(application, f"/ws/play/{session_id}/", headers=headers)
+    communicator = WebsocketCommunicator(application, f"/ws/play/{session_id}/", headers=headers)
+    OPENED.append(communicator)
+    return communicator
 
 
 async def forwarded_input(worker_channel: str) -> dict[str, Any]:

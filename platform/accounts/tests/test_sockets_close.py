@@ -45,3 +45,4 @@ async def test_a_sign_in_ending_closes_the_person_s_play_sockets(signal: Any, re
     await database_sync_to_async(signal.send)(sender=User, request=None, user=owner)
     assert await communicator.receive_json_from(timeout=2) == {"type": "error", "error": reason}
     assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_SIGNED_OUT}
+    await communicator.disconnect()  # ends the consumer before this test's event loop closes
