@@ -8,9 +8,14 @@ baselines sit beside the model.
 
 - ae_psnr_db: autoencoder round trip. one_step_psnr_db: the next frame from the true previous latents
   (teacher-forced). copy_last_psnr_db, mean_frame_psnr_db: the baselines on the same frames.
-- rolloutN_psnr_db: free-running (the model's own latents as context, true actions, the player's random
-  events), over the 8 frames ending at step N; rolloutN_autoencoder_psnr_db: the autoencoder on the same
-  frames, the ceiling the rollout is measured against.
+- rollout1000_psnr_db: free-running (the model's own latents as context, true actions, the player's random
+  events) from a world's first tick, over the 8 frames ending at step 1,000. rollout64_psnr_db: the same
+  frames, from a run of the same play restarted 64 steps before them (opened from a snapshot of the true
+  state, as a resumed session is). The frames are the same, so the gap between the two is drift: what 936
+  more steps of its own context cost the model. rollout_autoencoder_psnr_db: the autoencoder on those frames,
+  the ceiling. rollout64_from_start_psnr_db (and its _autoencoder_ ceiling): the 8 frames ending at step 64
+  of the long run; the random events crowd a world with objects and avatars as it is played, so these early
+  frames are easier to draw at all, and comparing them with step 1,000 would count that as drift.
 - revisit_turn_psnr_db / revisit_outback_psnr_db: the frame after a 360-degree turn, and after 20 steps out
   and 20 back, against the frame the model showed there before (clear weather, so nothing else moves).
 - controllability: from one context, each action's frame is closer to that action's true frame than to every
@@ -36,7 +41,7 @@ from inference.world.events import parse_event
 from inference.world.model import DEFAULT_CHECKPOINT
 from inference.world.renderer import render
 from inference.world.spec import WorldSpec
-from inference.world.state import Action, initial_state, step
+from inference.world.state import Action, WorldState, initial_state, step, to_snapshot
 from inference.world_model_engine import WorldModelEngine
 
 HELD_OUT = DATASET_CONFIG.held_out_seed_offset
@@ -86,13 +91,19 @@ def clear_spec(seed: int) -> dict:
 
 
 class Played:
-    """Sessions of the engine stepped in one batch beside their true simulator states."""
+    """Sessions of the engine stepped in one batch beside their true simulator states; opened at the worlds'
+    first tick, or (`states`) resumed from snapshots of those states."""
 
-    def __init__(self, engine: WorldModelEngine, specs: list[dict]) -> None:
+    def __init__(self, engine: WorldModelEngine, specs: list[dict], states: list[WorldState] | None = None) -> None:
         self.engine = engine
         self.worlds = [WorldSpec.from_dict(spec) for spec in specs]
-        self.sessions = [engine.open_session(spec) for spec in specs]
-        self.states = [initial_state(world) for world in self.worlds]
+        if states is None:
+            self.sessions = [engine.open_session(spec) for spec in specs]
+            self.states = [initial_state(world) for world in self.worlds]
+        else:
+            pairs = zip(specs, states, strict=True)
+            self.sessions = [engine.open_session(spec, to_snapshot(state)) for spec, state in pairs]
+            self.states = list(states)
 
     def step(self, inputs: list[tuple[int, list[dict]]]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Step every session with its (action, events); returns (model frame, true frame) pairs."""
@@ -138,25 +149,34 @@ def teacher_forced(engine: WorldModelEngine, count: int) -> dict[str, float]:
 
 
 def rollouts(engine: WorldModelEngine, count: int) -> dict[str, float]:
-    """Free-running PSNR around steps 64 and 1,000, every rollout in one batch.
-
-    Beside each, the autoencoder's PSNR on the same true frames: the random events crowd a world with objects
-    and avatars as it is played, so later frames are harder to draw at all, and the gap between the two
-    figures, not the rollout figure alone, is the drift.
-    """
-    plays = [play(HELD_OUT + 100 + index, 1001) for index in range(count)]
-    played = Played(engine, [spec.to_dict() for spec, _ in plays])
+    """Free-running PSNR at step 1,000 and, on the same frames, 64 steps after a restart; the autoencoder's
+    PSNR on those frames; and the early frames of the long run (see the module's docstring)."""
+    length, restart = 1000, 1000 - 64
+    plays = [play(HELD_OUT + 100 + index, length + 1) for index in range(count)]
+    specs = [spec.to_dict() for spec, _ in plays]
+    long = Played(engine, specs)
+    restarted: Played | None = None
     errors: dict[str, list[float]] = {}
-    for tick in range(1, 1001):
-        pairs = played.step([inputs[tick] for _, inputs in plays])
-        for horizon in (64, 1000):
-            if horizon - 8 < tick <= horizon:
-                for index, (model, truth) in enumerate(pairs):
-                    errors.setdefault(f"rollout{horizon}_psnr_db", []).append(squared_error(model, truth))
-                    reference = _autoencoded(engine, played, index, truth)
-                    errors.setdefault(f"rollout{horizon}_autoencoder_psnr_db", []).append(
-                        squared_error(reference, truth)
-                    )
+
+    def measure(name: str, pairs: list[tuple[np.ndarray, np.ndarray]], ceiling: str | None = None) -> None:
+        for index, (model, truth) in enumerate(pairs):
+            errors.setdefault(name, []).append(squared_error(model, truth))
+            if ceiling is not None:
+                reference = _autoencoded(engine, long, index, truth)
+                errors.setdefault(ceiling, []).append(squared_error(reference, truth))
+
+    for tick in range(1, length + 1):
+        inputs = [inputs[tick] for _, inputs in plays]
+        pairs = long.step(inputs)
+        if restarted is not None:
+            restarted_pairs = restarted.step(inputs)
+        if tick == restart:
+            restarted = Played(engine, specs, list(long.states))
+        if 64 - 8 < tick <= 64:
+            measure("rollout64_from_start_psnr_db", pairs, "rollout64_from_start_autoencoder_psnr_db")
+        if length - 8 < tick:
+            measure("rollout1000_psnr_db", pairs, "rollout_autoencoder_psnr_db")
+            measure("rollout64_psnr_db", restarted_pairs)
     return {name: psnr(values) for name, values in errors.items()}
 
 

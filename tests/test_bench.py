@@ -56,3 +56,18 @@ def test_an_unknown_benchmark_name_is_refused_with_the_known_ones() -> None:
     )
     assert result.returncode == 2
     assert "raycaster_bench" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_quick_world_evaluation_writes_every_figure_the_issue_names() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--eval", "--quick", "--only", "world_eval"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    figures = json.loads((ROOT / "bench" / "results" / "world_eval.json").read_text())
+    assert {"ae_psnr_db", "one_step_psnr_db", "copy_last_psnr_db", "mean_frame_psnr_db", "rollout64_psnr_db",
+            "rollout1000_psnr_db", "revisit_turn_psnr_db", "revisit_outback_psnr_db", "controllability",
+            "event_latency_frames", "event_persistence"} <= set(figures)  # fmt: skip
+    # Quality is the evaluation's to report; the committed model must at least beat the average frame.
+    assert figures["one_step_psnr_db"] > figures["mean_frame_psnr_db"]
