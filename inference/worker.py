@@ -87,8 +87,9 @@ def language_model_loader(choice: str, device: str) -> Callable[[], LanguageMode
 
 class TickSchedule:
     """When the next tick may start: an interval after the last one began (the step's own time included), or
-    after an input as soon as half an interval has passed. Ticks move the world, so without that floor the
-    players of a Live world would step it as fast as they press keys, and the worker with it."""
+    after an input as soon as half an interval has passed. Ticks move every world on the worker, so without that
+    floor the players of many single-player sessions would step them all as fast as they press keys (a Live
+    world's inputs never bring a tick forward: SessionHost.input_brings_tick_forward)."""
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
