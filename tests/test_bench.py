@@ -71,3 +71,5 @@ def test_the_quick_world_evaluation_writes_every_figure_the_issue_names() -> Non
             "event_latency_frames", "event_persistence"} <= set(figures)  # fmt: skip
     # Quality is the evaluation's to report; the committed model must at least beat the average frame.
     assert figures["one_step_psnr_db"] > figures["mean_frame_psnr_db"]
+    # The event test must tell events apart: another event's change passes for this one's far less often.
+    assert figures["event_persistence_wrong_event"] < figures["event_persistence"]
