@@ -59,6 +59,8 @@ class HostConfig:
     snapshot_every_seconds: float = 3.0
     # A Live world's vote on the choices stays open ten seconds at 20 ticks a second: time to read and pick.
     vote_window_ticks: int = 200
+    # A session.missing that brought no reopen (its reply was dropped too) is asked again after a second.
+    missing_ask_again_ticks: int = 20
 
 
 @dataclass
@@ -92,6 +94,7 @@ class HostedSession:
     # Forwarded inputs that came after a gap in the sequence, by sequence: they wait for the reopen that was
     # asked for (SessionHost.input_forwarded).
     early_inputs: dict[int, Message] = field(default_factory=dict)
+    missing_asked_at: int | None = None  # the tick of the last session.missing, while early inputs wait
 
     def narrative(self) -> dict[str, Any]:
         return {
@@ -224,21 +227,29 @@ class SessionHost:
         """
         hosted = self.sessions[session_id]
         if sequence > hosted.applied_sequence + 1:
-            asked = bool(hosted.early_inputs)
             hosted.early_inputs[sequence] = given
-            return [] if asked else [{"type": "session.missing", "session": session_id,
-                                      "after": hosted.applied_sequence}]  # fmt: skip
+            if hosted.missing_asked_at is not None:
+                return []
+            hosted.missing_asked_at = hosted.tick
+            return [self.missing(hosted)]
         replies = self.input(session_id, sequence, given)
         while hosted.applied_sequence + 1 in hosted.early_inputs:
             following = hosted.applied_sequence + 1
             replies += self.input(session_id, following, hosted.early_inputs.pop(following))
+        if not hosted.early_inputs:
+            hosted.missing_asked_at = None
         return replies
+
+    def missing(self, hosted: HostedSession) -> Message:
+        """Ask the platform for the inputs after the last applied one (it reopens the session with them)."""
+        return {"type": "session.missing", "session": hosted.id, "after": hosted.applied_sequence}
 
     def early_inputs_apply(self, session_id: str) -> list[Message]:
         """After a reopen applied the log's pending inputs: the ones that came early, in order. The log is
         whole, so a number still missing was never logged (an input refused after it was numbered)."""
         hosted = self.sessions[session_id]
         early, hosted.early_inputs = hosted.early_inputs, {}
+        hosted.missing_asked_at = None
         replies: list[Message] = []
         for sequence in sorted(early):
             replies += self.input(session_id, sequence, early[sequence])
@@ -522,7 +533,7 @@ class SessionHost:
         """Step every running session once (one batch per engine).
 
         Returns each frame with the session's last applied input sequence, and the messages now due: votes
-        that closed, then snapshots.
+        that closed, then snapshots, then a session.missing asked again for early inputs still waiting.
         """
         running = [hosted for hosted in self.sessions.values() if not hosted.paused]
         frames = [(frame, self.sessions[frame.session].applied_sequence) for frame in self.step_sessions(running)]
@@ -533,6 +544,11 @@ class SessionHost:
         for hosted in running:
             if hosted.snapshot_due or now - hosted.last_snapshot_at >= self.config.snapshot_every_seconds:
                 due.append(self.snapshot(hosted.id))
+        for hosted in running:
+            asked_at = hosted.missing_asked_at
+            if asked_at is not None and hosted.tick - asked_at >= self.config.missing_ask_again_ticks:
+                hosted.missing_asked_at = hosted.tick
+                due.append(self.missing(hosted))
         return frames, due
 
     def step_sessions(self, hosted_sessions: list[HostedSession]) -> list[Frame]:

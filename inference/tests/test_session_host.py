@@ -223,3 +223,21 @@ def test_inputs_that_came_early_apply_after_the_reopen_fills_the_gap_from_the_lo
     assert session_host.early_inputs_apply("s") == []  # 4 came in the log; 3 was never logged
     assert session_host.sessions["s"].applied_sequence == 4
     assert session_host.input_forwarded("s", 5, key("KeyA"))[0]["sequence"] == 5
+
+
+def test_a_missing_input_is_asked_for_again_while_no_reopen_comes_and_not_once_the_gap_is_filled() -> None:
+    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(missing_ask_again_ticks=3))
+    session_host.open(open_message("s"))
+    session_host.input_forwarded("s", 2, key("KeyW"))  # 1 was lost: asked at once
+
+    def asked(ticks: int) -> list[dict[str, Any]]:
+        due = [message for _ in range(ticks) for message in session_host.tick()[1]]
+        return [message for message in due if message["type"] == "session.missing"]
+
+    # The reopen that answers is lost as well: three ticks on, the worker asks again, and again after three more.
+    assert asked(2) == []
+    assert asked(1) == [{"type": "session.missing", "session": "s", "after": 0}]
+    assert len(asked(3)) == 1
+    session_host.input_forwarded("s", 1, key("KeyS"))
+    assert session_host.sessions["s"].applied_sequence == 2
+    assert asked(6) == []
