@@ -36,8 +36,8 @@ Sessions (the platform logs every input before it forwards it, and numbers it in
   (`sequence`, `character`, `speaker`, `said`, `reply`, `memories`: `text`, `importance`, `embedding`) keeps
   what the player told a character; `session.propose` (`input`: an `offer` of a beat's choices, a
   `hook_outcome`, or an `own_choice`: the offered choice a player's typed words meant) is logged by the
-  platform as the session's next input and sent back as `session.input`; `session.blocked` (`character`,
-  `text`, `terms`) reports generated text the safety filter refused.
+  platform as the session's next input and sent straight back on the same connection as `session.input`;
+  `session.blocked` (`character`, `text`, `terms`) reports generated text the safety filter refused.
 
 A malformed or unknown message is answered with `error` and the connection stays open. Both sides build and
 check messages only through the functions below, so the protocol is written down in one place.

@@ -190,7 +190,19 @@ def session_input_append(
 def event_log_and_forward(
     *, session_id: Any, payload: dict[str, Any], player: User | None = None, client_sequence: int | None = None
 ) -> SessionEvent:
-    """Number an input in the session's sequence, log it, and send it to the session's worker after commit.
+    """Log an input (see event_log) and send it to the session's worker after commit."""
+    event, worker_channel = event_log(session_id=session_id, payload=payload, player=player,
+                                      client_sequence=client_sequence)  # fmt: skip
+    if worker_channel is not None:
+        send_to_worker(worker_channel, input_forward_message(event))
+    return event
+
+
+def event_log(
+    *, session_id: Any, payload: dict[str, Any], player: User | None = None, client_sequence: int | None = None
+) -> tuple[SessionEvent, str | None]:
+    """Number an input in the session's sequence and log it; returns it with the channel of the worker that
+    runs the session (None while none does).
 
     Called inside a transaction: the UPDATE that takes the number holds the session's row until the commit,
     so concurrent inputs (Live worlds, worker proposals) take distinct numbers in the order they are logged.
@@ -201,27 +213,31 @@ def event_log_and_forward(
     event = SessionEvent.objects.create(session_id=session_id, sequence=sequence, player=player,
                                         client_sequence=client_sequence, kind=payload["type"],
                                         payload=payload)  # fmt: skip
-    if status == SessionStatus.RUNNING and worker_channel:
-        forwarded = {"type": "session.input", "session": str(session_id), "sequence": sequence, "input": payload}
-        send_to_worker(worker_channel, forwarded)
-    return event
+    return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
+
+
+def input_forward_message(event: SessionEvent) -> dict[str, Any]:
+    """A logged input as its worker receives it (inference/protocol.py)."""
+    return {"type": "session.input", "session": str(event.session_id), "sequence": event.sequence,
+            "input": event.payload}  # fmt: skip
 
 
 PROPOSAL_TYPES = ("offer", "hook_outcome", "own_choice")
 
 
 @transaction.atomic
-def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> SessionEvent:
+def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> tuple[SessionEvent, bool]:
     """Log what a worker's narrative work decided (a beat's choices, a hook's branch, the choice a player's own
     words meant) as the session's next input, so that it is applied at a known tick and replayed, never
-    decided twice; count hook outcomes."""
+    decided twice; count hook outcomes. Returns the event and whether the session still runs on a worker: the
+    caller then hands it back to the worker that proposed it."""
     if payload.get("type") not in PROPOSAL_TYPES:
         raise ValueError(f"a worker may propose only {', '.join(PROPOSAL_TYPES)} inputs")
-    event = event_log_and_forward(session_id=session_id, payload=payload)
+    event, worker_channel = event_log(session_id=session_id, payload=payload)
     if payload["type"] == "hook_outcome":
         world_id = PlaySession.objects.filter(pk=session_id).values_list("version__world_id", flat=True).get()
         hook_outcome_record(world_id=world_id, hook_name=str(payload.get("hook")), branch_name=payload.get("branch"))
-    return event
+    return event, worker_channel is not None
 
 
 @transaction.atomic

@@ -242,9 +242,13 @@ class WorkerConsumer(DatabaseCallConsumer):
         if not isinstance(payload, dict):
             raise protocol.ProtocolError("a proposal needs its 'input'")
         try:
-            await database_call(play.session_proposal_append)(session_id=session, payload=payload)
+            event, running = await database_call(play.session_proposal_append)(session_id=session, payload=payload)
         except ValueError as error:
             raise protocol.ProtocolError(str(error)) from None
+        # Straight back over this socket, not through the worker's channel: the proposer hosts the session,
+        # and a channel full of a busy Live world's inputs would refuse a proposal already logged.
+        if running:
+            await self.send_message(play.input_forward_message(event))
 
     async def session_blocked(self, session: str, message: dict[str, Any]) -> None:
         await database_call(blocked_record)(session, message)

@@ -20,6 +20,7 @@ from inference import protocol
 from stories.models import PlaySession
 from stories.services import event_log_and_forward, session_group
 from stories.tests.factories import PlaySessionFactory
+from stories.tests.test_play_consumer import another_process_layer
 from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
 from workers.services import worker_issue_token
@@ -185,3 +186,29 @@ async def test_a_worker_that_missed_an_input_is_sent_the_session_again_with_the_
 def log_input(session_id: uuid.UUID) -> None:
     with transaction.atomic():
         event_log_and_forward(session_id=session_id, payload={"type": "key_down", "key": "KeyW"})
+
+
+async def test_a_proposal_goes_back_to_its_worker_even_while_the_workers_channel_is_full() -> None:
+    worker = await connect_worker("gpu-box-1")
+    session = await database_sync_to_async(PlaySessionFactory)(status="running")
+    await database_sync_to_async(lambda: PlaySession.objects.filter(pk=session.pk).update(
+        worker=WorkerNode.objects.get(name="gpu-box-1")))()  # fmt: skip
+    await assigned(worker, "gpu-box-1", str(session.pk))
+    # Point the worker's record at a channel of another process that has stopped reading: full, as a busy Live
+    # world's inputs leave it (this consumer keeps reading its own channel, which never fills here).
+    full_layer = another_process_layer()
+    full_channel = await full_layer.new_channel()
+    await database_sync_to_async(WorkerNode.objects.filter(name="gpu-box-1").update)(channel_name=full_channel)
+    for _ in range(full_layer.capacity):
+        await full_layer.send(full_channel, {"type": "worker.forward", "message": {"type": "session.refresh"}})
+    offer = {"type": "offer", "beat": "start", "choices": ["Left", "Right"]}
+    await worker.send_json_to({"type": "session.propose", "session": str(session.pk), "input": offer})
+    forwarded = await worker.receive_json_from(timeout=5)
+    assert forwarded == {"type": "session.input", "session": str(session.pk), "sequence": 1, "input": offer}
+    logged = await database_sync_to_async(lambda: list(session.events.values_list("sequence", "kind")))()
+    assert logged == [(1, "offer")]
+    await worker.send_json_to({"type": "worker.heartbeat", "free_slots": 1})  # the connection is still open
+    assert await worker.receive_nothing(timeout=0.5)
+    await worker.disconnect()
+    for _ in range(full_layer.capacity):
+        await full_layer.receive(full_channel)
