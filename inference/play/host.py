@@ -59,7 +59,11 @@ class HostConfig:
     snapshot_every_seconds: float = 3.0
     # A Live world's vote on the choices stays open ten seconds at 20 ticks a second: time to read and pick.
     vote_window_ticks: int = 200
-    # A session.missing that brought no reopen (its reply was dropped too) is asked again after a second.
+    # A gap in the forwarded inputs is most often an input overtaken on the way (the platform logs inputs on
+    # several threads), which comes a moment later: the worker asks for it only when two ticks have passed.
+    # Asking at once reopened a busy Live world's session many times a second, each reopen a log query and
+    # messages to every browser. One that brought no reopen (its reply was dropped too) is asked again.
+    missing_wait_ticks: int = 2
     missing_ask_again_ticks: int = 20
 
 
@@ -94,7 +98,7 @@ class HostedSession:
     # Forwarded inputs that came after a gap in the sequence, by sequence: they wait for the reopen that was
     # asked for (SessionHost.input_forwarded).
     early_inputs: dict[int, Message] = field(default_factory=dict)
-    missing_asked_at: int | None = None  # the tick of the last session.missing, while early inputs wait
+    missing_ask_at: int | None = None  # the tick to ask for the missing input at, while early inputs wait
 
     def narrative(self) -> dict[str, Any]:
         return {
@@ -220,24 +224,24 @@ class SessionHost:
     def input_forwarded(self, session_id: str, sequence: int, given: Message) -> list[Message]:
         """An input as the platform forwards it, applied in the order of the session's sequence.
 
-        One that comes after a gap waits: the input before it was lost on the way (a channel layer drops the
-        oldest messages of a consumer that falls behind) or was overtaken. The first asks the platform to
-        reopen the session (`session.missing`); the reopen's pending inputs, from the log, fill the gap
-        (`early_inputs_apply`), and an overtaken input arriving first fills it too.
+        One that comes after a gap waits: the input before it was overtaken (it comes a moment later and fills
+        the gap), or lost on the way (a channel layer drops the oldest messages of a consumer that falls
+        behind). If the gap is still open a couple of ticks later, `tick` asks the platform to reopen the
+        session (`session.missing`), and the reopen's pending inputs, from the log, fill it
+        (`early_inputs_apply`).
         """
         hosted = self.sessions[session_id]
         if sequence > hosted.applied_sequence + 1:
             hosted.early_inputs[sequence] = given
-            if hosted.missing_asked_at is not None:
-                return []
-            hosted.missing_asked_at = hosted.tick
-            return [self.missing(hosted)]
+            if hosted.missing_ask_at is None:
+                hosted.missing_ask_at = hosted.tick + self.config.missing_wait_ticks
+            return []
         replies = self.input(session_id, sequence, given)
         while hosted.applied_sequence + 1 in hosted.early_inputs:
             following = hosted.applied_sequence + 1
             replies += self.input(session_id, following, hosted.early_inputs.pop(following))
         if not hosted.early_inputs:
-            hosted.missing_asked_at = None
+            hosted.missing_ask_at = None
         return replies
 
     def missing(self, hosted: HostedSession) -> Message:
@@ -249,7 +253,7 @@ class SessionHost:
         whole, so a number still missing was never logged (an input refused after it was numbered)."""
         hosted = self.sessions[session_id]
         early, hosted.early_inputs = hosted.early_inputs, {}
-        hosted.missing_asked_at = None
+        hosted.missing_ask_at = None
         replies: list[Message] = []
         for sequence in sorted(early):
             replies += self.input(session_id, sequence, early[sequence])
@@ -533,7 +537,7 @@ class SessionHost:
         """Step every running session once (one batch per engine).
 
         Returns each frame with the session's last applied input sequence, and the messages now due: votes
-        that closed, then snapshots, then a session.missing asked again for early inputs still waiting.
+        that closed, then snapshots, then a session.missing for early inputs that still wait (see HostConfig).
         """
         running = [hosted for hosted in self.sessions.values() if not hosted.paused]
         frames = [(frame, self.sessions[frame.session].applied_sequence) for frame in self.step_sessions(running)]
@@ -545,9 +549,8 @@ class SessionHost:
             if hosted.snapshot_due or now - hosted.last_snapshot_at >= self.config.snapshot_every_seconds:
                 due.append(self.snapshot(hosted.id))
         for hosted in running:
-            asked_at = hosted.missing_asked_at
-            if asked_at is not None and hosted.tick - asked_at >= self.config.missing_ask_again_ticks:
-                hosted.missing_asked_at = hosted.tick
+            if hosted.missing_ask_at is not None and hosted.tick >= hosted.missing_ask_at:
+                hosted.missing_ask_at = hosted.tick + self.config.missing_ask_again_ticks
                 due.append(self.missing(hosted))
         return frames, due
 

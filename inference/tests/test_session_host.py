@@ -198,18 +198,24 @@ def key(name: str) -> dict[str, Any]:
     return {"type": "key_down", "key": name}
 
 
-def test_an_input_after_a_gap_waits_and_asks_for_the_missing_one_once() -> None:
+def missing_asked(session_host: SessionHost, ticks: int) -> list[dict[str, Any]]:
+    """The session.missing messages the next `ticks` ticks send."""
+    due = [message for _ in range(ticks) for message in session_host.tick()[1]]
+    return [message for message in due if message["type"] == "session.missing"]
+
+
+def test_an_overtaken_input_fills_the_gap_it_left_and_nothing_is_asked() -> None:
     session_host = host()
     session_host.open(open_message("s"))
     assert session_host.input_forwarded("s", 1, key("KeyW"))[0]["type"] == "session.applied"
-    assert session_host.input_forwarded("s", 3, key("KeyA")) == [{"type": "session.missing", "session": "s",
-                                                                   "after": 1}]  # fmt: skip
-    assert session_host.input_forwarded("s", 4, key("KeyD")) == []  # asked already
+    assert session_host.input_forwarded("s", 3, key("KeyA")) == []  # waits for 2
+    assert session_host.input_forwarded("s", 4, key("KeyD")) == []
     assert session_host.sessions["s"].held_keys == {"KeyW"}
-    # The overtaken input arrives: it and the two that waited apply in order.
+    assert missing_asked(session_host, 1) == []  # a moment: 2 was overtaken, and comes now
     applied = [reply["sequence"] for reply in session_host.input_forwarded("s", 2, key("KeyS"))]
     assert applied == [2, 3, 4]
     assert session_host.sessions["s"].held_keys == {"KeyW", "KeyS", "KeyA", "KeyD"}
+    assert missing_asked(session_host, 30) == []
 
 
 def test_inputs_that_came_early_apply_after_the_reopen_fills_the_gap_from_the_log() -> None:
@@ -225,19 +231,18 @@ def test_inputs_that_came_early_apply_after_the_reopen_fills_the_gap_from_the_lo
     assert session_host.input_forwarded("s", 5, key("KeyA"))[0]["sequence"] == 5
 
 
-def test_a_missing_input_is_asked_for_again_while_no_reopen_comes_and_not_once_the_gap_is_filled() -> None:
-    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(missing_ask_again_ticks=3))
+def test_a_lost_input_is_asked_for_two_ticks_on_and_again_while_no_reopen_comes() -> None:
+    session_host = SessionHost(
+        {"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(missing_wait_ticks=2, missing_ask_again_ticks=3)
+    )
     session_host.open(open_message("s"))
-    session_host.input_forwarded("s", 2, key("KeyW"))  # 1 was lost: asked at once
-
-    def asked(ticks: int) -> list[dict[str, Any]]:
-        due = [message for _ in range(ticks) for message in session_host.tick()[1]]
-        return [message for message in due if message["type"] == "session.missing"]
-
+    assert session_host.input_forwarded("s", 2, key("KeyW")) == []  # 1 was lost
+    assert missing_asked(session_host, 1) == []
+    assert missing_asked(session_host, 1) == [{"type": "session.missing", "session": "s", "after": 0}]
     # The reopen that answers is lost as well: three ticks on, the worker asks again, and again after three more.
-    assert asked(2) == []
-    assert asked(1) == [{"type": "session.missing", "session": "s", "after": 0}]
-    assert len(asked(3)) == 1
+    assert missing_asked(session_host, 2) == []
+    assert len(missing_asked(session_host, 1)) == 1
+    assert len(missing_asked(session_host, 3)) == 1
     session_host.input_forwarded("s", 1, key("KeyS"))
     assert session_host.sessions["s"].applied_sequence == 2
-    assert asked(6) == []
+    assert missing_asked(session_host, 6) == []
