@@ -21,7 +21,8 @@ Sessions (the platform logs every input before it forwards it, and numbers it in
 - worker → platform binary frames: `WORKER_FRAME_HEADER` (session UUID, frame number, last applied
   sequence), then the JPEG.
 - worker → platform `session.missing` (`after`: the last sequence it applied): a forwarded input came after a
-  gap; the platform sends `session.open` again, whose `pending` inputs fill it.
+  gap that is still open two ticks later (an overtaken input fills it sooner); the platform sends
+  `session.open` again, whose `pending` inputs fill it. Asked again every second while the gap stays open.
 - worker → platform `session.opened` (`tick`), `session.applied` (`sequence`, the `tick` it applies at, the
   `events` it became, the `story` state after a choice), `session.snapshot` (`tick`, `sequence`,
   `engine_state`, `narrative`), and `session.narration` / `session.choices` / `session.votes` (Live worlds:
