@@ -1,7 +1,7 @@
 """How fast the neural world engine serves sessions on one core: ms per frame and fps per batched session.
 
 It steps real sessions through `WorldModelEngine`, the path the worker serves (simulator, conditioning,
-dynamics transformer, decoder, 256x256 upscale and JPEG), with held keys changing every few frames, on one
+dynamics transformer, decoder and JPEG, at the 64x64 it serves), with held keys changing every few frames, on one
 thread as the worker runs it (the issue's probe found oversubscribed threads 10x slower). The figures do not
 depend on the weights: without a committed checkpoint the default model is measured with random weights.
 

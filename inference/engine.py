@@ -128,10 +128,10 @@ def world_and_state(spec: dict[str, Any], snapshot: bytes | None) -> tuple[World
     return world, state
 
 
-def encode_jpeg(image: np.ndarray, quality: int) -> bytes:
-    """JPEG bytes of a uint8 (H, W, 3) image."""
+def encode_jpeg(image: np.ndarray, quality: int, *, full_colour: bool = False) -> bytes:
+    """JPEG bytes of a uint8 (H, W, 3) image; colour at half resolution (4:2:0) unless `full_colour`."""
     buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format="JPEG", quality=quality)
+    Image.fromarray(image).save(buffer, format="JPEG", quality=quality, subsampling=0 if full_colour else 2)
     return buffer.getvalue()
 
 
