@@ -23,6 +23,8 @@ import redis
 import requests
 import websockets
 from channels.db import database_sync_to_async
+from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers, get_channel_layer
+from channels_redis.core import RedisChannelLayer
 from django.db import connections
 from django.test import Client
 
@@ -61,6 +63,13 @@ async def database_connections_closed_after() -> AsyncIterator[None]:
     """
     yield
     await database_sync_to_async(connections.close_all)()
+
+
+def another_process_layer() -> Any:
+    """The channel layer as another process holds it: on Redis, its channels' messages wait in an inbox of its
+    own, which only that process reads (this one's readers would pull them into their buffers)."""
+    layer = get_channel_layer()
+    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER) if isinstance(layer, RedisChannelLayer) else layer
 
 
 def free_port() -> int:

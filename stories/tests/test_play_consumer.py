@@ -13,11 +13,10 @@ import pytest
 import pytest_asyncio
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
-from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers, get_channel_layer
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
-from channels_redis.core import RedisChannelLayer
 from django.urls import path
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
@@ -33,7 +32,7 @@ from stories.models import PlaySession, SessionEvent
 from stories.protocol import CLOSE_SIGNED_OUT
 from stories.services import FRAMES_LAYER
 from stories.tests.factories import PlaySessionFactory
-from tests.fixtures import cookie_for
+from tests.fixtures import another_process_layer, cookie_for
 from workers.models import WorkerNode
 
 pytestmark = [
@@ -313,13 +312,6 @@ async def test_a_live_participants_prompt_that_breaks_the_rating_never_reaches_t
     assert forwarded["input"] == {"type": "prompt", "text": "it starts snowing",
                                              "participant": participant.username}  # fmt: skip
     await communicator.disconnect()
-
-
-def another_process_layer() -> Any:
-    """The channel layer as another process holds it: on Redis, its channels' messages wait in an inbox of its
-    own, which only that process reads (this one's readers would pull them into their buffers)."""
-    layer = get_channel_layer()
-    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER) if isinstance(layer, RedisChannelLayer) else layer
 
 
 async def test_an_input_the_busy_worker_cannot_take_is_refused_and_not_kept(running: Any) -> None:

@@ -20,7 +20,7 @@ from inference import protocol
 from stories.models import PlaySession
 from stories.services import event_log_and_forward, session_group
 from stories.tests.factories import PlaySessionFactory
-from stories.tests.test_play_consumer import another_process_layer
+from tests.fixtures import another_process_layer
 from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
 from workers.services import worker_issue_token
