@@ -274,6 +274,7 @@ def events(engine: WorldModelEngine, worlds: int, frames: int) -> dict[str, floa
             if tick <= WARM_UP:
                 continue
             model_without, truth_without = pairs[-1]
+            colour_without = _mean_colour(truth_without)
             changes = [(model - model_without, truth - truth_without) for model, truth in pairs[:-1]]
             for index, (model_change, truth_change) in enumerate(changes):
                 shows = _nearer_than_no_change(model_change, truth_change)
@@ -284,7 +285,7 @@ def events(engine: WorldModelEngine, worlds: int, frames: int) -> dict[str, floa
                 model, truth = pairs[index]
                 colour = _mean_colour(model)
                 shown_mean_colour.append(
-                    np.linalg.norm(colour - _mean_colour(truth)) < np.linalg.norm(colour - _mean_colour(truth_without))
+                    np.linalg.norm(colour - _mean_colour(truth)) < np.linalg.norm(colour - colour_without)
                 )
                 shown_wrong_event.append(_nearer_than_no_change(changes[index - 1][0], truth_change))
         # An event never shown counts as late as the whole run.

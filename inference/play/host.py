@@ -95,8 +95,8 @@ class HostedSession:
     # The hook waiting for the player's response, and every hook that has fired (each fires once).
     active_hook: str | None = None
     fired_hooks: list[str] = field(default_factory=list)
-    # Forwarded inputs that came after a gap in the sequence, by sequence: they wait for the reopen that was
-    # asked for (SessionHost.input_forwarded).
+    # Forwarded inputs that came after a gap in the sequence, by sequence: they wait for the overtaken input, or
+    # for the reopen asked for at `missing_ask_at` (SessionHost.input_forwarded).
     early_inputs: dict[int, Message] = field(default_factory=dict)
     missing_ask_at: int | None = None  # the tick to ask for the missing input at, while early inputs wait
 
