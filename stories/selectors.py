@@ -22,6 +22,9 @@ from worlds.formats import active_entries
 from worlds.interchange import lorebook_from_document
 from worlds.models import Character
 
+# Newest first: a conversation has no engine tick, so all its snapshots share tick 0 and the row's id, which
+# only grows, decides among them.
+SNAPSHOTS_NEWEST_FIRST = ("-tick", "-pk")
 # When no session has ended yet, guess this long per session for the queue's estimate.
 DEFAULT_SESSION_SECONDS = 300
 
@@ -76,7 +79,7 @@ def queue_estimated_wait_seconds(*, place: int) -> int:
 def session_open_message(*, session: PlaySession) -> dict[str, Any]:
     """What a worker needs to open (or reopen) the session: spec, story, last snapshot, inputs to replay."""
     document = session.version.document
-    snapshot = session.snapshots.order_by("-tick").first()
+    snapshot = session.snapshots.order_by(*SNAPSHOTS_NEWEST_FIRST).first()
     after = snapshot.sequence if snapshot else 0
     events: QuerySet[SessionEvent] = session.events.filter(sequence__gt=after)
     replay = [

@@ -26,6 +26,7 @@ from inference.play.host import CONVERSATION
 from memories.services import exchange_record
 from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
 from stories.selectors import (
+    SNAPSHOTS_NEWEST_FIRST,
     last_frame_seen,
     queue_estimated_wait_seconds,
     queue_place,
@@ -272,7 +273,7 @@ def session_snapshot_store(*, session_id: str, tick: int, sequence: int, engine_
         session_id=session_id, tick=tick, sequence=sequence, engine_state=engine_state, narrative=narrative
     )
     PlaySession.objects.filter(pk=session_id, last_frame__lt=tick).update(last_frame=tick)
-    stale = SessionSnapshot.objects.filter(session_id=session_id).order_by("-tick")[SNAPSHOTS_KEPT:]
+    stale = SessionSnapshot.objects.filter(session_id=session_id).order_by(*SNAPSHOTS_NEWEST_FIRST)[SNAPSHOTS_KEPT:]
     SessionSnapshot.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
 
 
