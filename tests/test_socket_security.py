@@ -42,9 +42,11 @@ def headers_for(platform: LivePlatform, cookie: str, origin: str | None = "") ->
     return headers
 
 
-async def handshake_status(platform: LivePlatform, session: PlaySession, headers: dict[str, str]) -> int:
+async def handshake_status(
+    platform: LivePlatform, session: PlaySession, headers: dict[str, str], path: str = "/ws/play/{}/"
+) -> int:
     try:
-        async with websockets.connect(f"{platform.ws_url}/ws/play/{session.pk}/", additional_headers=headers):
+        async with websockets.connect(platform.ws_url + path.format(session.pk), additional_headers=headers):
             return 101
     except InvalidStatus as refused:
         return refused.response.status_code
@@ -59,13 +61,27 @@ FOREIGN_ORIGINS = [
 ]
 
 
+def near_origins(platform: LivePlatform) -> list[str]:
+    """Origins that share the site's host but not its scheme or port: an allowed host is not an origin."""
+    scheme, _, host_and_port = platform.url.partition("://")
+    host, _, port = host_and_port.partition(":")
+    return ["http://localhost:1", f"{'https' if scheme == 'http' else 'http'}://{host}:{port}", f"{scheme}://{host}"]
+
+
 def test_a_valid_cookie_from_a_foreign_origin_is_refused_at_the_handshake(live_platform: LivePlatform) -> None:
     session = ended_session()
     cookie = cookie_for(session.owner)
     assert asyncio.run(handshake_status(live_platform, session, headers_for(live_platform, cookie))) == 101
-    for origin in FOREIGN_ORIGINS:
+    for origin in FOREIGN_ORIGINS + near_origins(live_platform):
         refused = asyncio.run(handshake_status(live_platform, session, headers_for(live_platform, cookie, origin)))
         assert refused == 403, origin
+
+
+def test_a_socket_to_an_unrouted_path_gets_403_not_a_server_error(live_platform: LivePlatform) -> None:
+    session = ended_session()
+    headers = headers_for(live_platform, cookie_for(session.owner))
+    for path in (f"/ws/play/{str(session.pk).upper()}/", "/ws/play/not-a-session/", "/ws/elsewhere/"):
+        assert asyncio.run(handshake_status(live_platform, session, headers, path=path)) == 403, path
 
 
 def logged_in_browser(platform: LivePlatform, cookie: str) -> requests.Session:

@@ -56,11 +56,13 @@ async def communicators_ended_after() -> AsyncIterator[None]:
             await OPENED.pop().disconnect()
 
 
-async def connect(session_id: Any, user: User | None, origin: bytes = b"http://127.0.0.1") -> WebsocketCommunicator:
-    headers = [(b"origin", origin)]
+async def connect(
+    session_id: Any, user: User | None, origin: bytes = b"http://127.0.0.1", path: str = "/ws/play/{}/"
+) -> WebsocketCommunicator:
+    headers = [(b"host", b"127.0.0.1"), (b"origin", origin)]
     if user is not None:
         headers.append((b"cookie", (await database_sync_to_async(cookie_for)(user)).encode()))
-    communicator = WebsocketCommunicator(application, f"/ws/play/{session_id}/", headers=headers)
+    communicator = WebsocketCommunicator(application, path.format(session_id), headers=headers)
     OPENED.append(communicator)
     return communicator
 
@@ -225,6 +227,47 @@ async def test_an_anonymous_visitor_and_a_foreign_origin_are_refused(running: An
     for communicator in (await connect(session.pk, None), await connect(session.pk, owner, b"https://evil.example")):
         connected, _ = await communicator.connect()
         assert not connected
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        (b"127.0.0.1:8124", b"http://localhost:1"),  # another port of another allowed host
+        (b"127.0.0.1:8124", b"https://127.0.0.1:8124"),  # the right host and port, the wrong scheme
+        (b"127.0.0.1:8124", b"http://127.0.0.1"),  # the default port is another port
+        (b"evil.example", b"http://evil.example"),  # a Host the site does not serve
+        (b"127.0.0.1", b"http://127.0.0.1:99999"),  # no origin at all
+    ],
+)
+async def test_a_valid_cookie_from_another_origin_than_the_site_s_is_refused(
+    running: Any, host: bytes, origin: bytes
+) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    cookie = (await database_sync_to_async(cookie_for)(owner)).encode()
+    headers = [(b"host", host), (b"origin", origin), (b"cookie", cookie)]
+    communicator = WebsocketCommunicator(application, f"/ws/play/{session.pk}/", headers=headers)
+    OPENED.append(communicator)
+    assert not (await communicator.connect())[0]  # closed before accept: daphne answers 403
+
+
+async def test_the_site_s_own_origin_is_let_through_with_its_port(running: Any) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    cookie = (await database_sync_to_async(cookie_for)(owner)).encode()
+    headers = [(b"host", b"127.0.0.1:8124"), (b"origin", b"http://127.0.0.1:8124"), (b"cookie", cookie)]
+    communicator = WebsocketCommunicator(application, f"/ws/play/{session.pk}/", headers=headers)
+    OPENED.append(communicator)
+    assert (await communicator.connect())[0]
+    assert (await communicator.receive_json_from())["type"] == "welcome"
+
+
+@pytest.mark.parametrize("path", ["/ws/play/{}/", "/ws/play/not-a-session/", "/ws/nowhere/", "/"])
+async def test_a_socket_to_an_unrouted_path_is_refused_at_the_handshake(running: Any, path: str) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(str(session.pk).upper(), owner, path=path)
+    assert not (await communicator.connect())[0]  # closed before accept: daphne answers 403
 
 
 async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent(running: Any) -> None:

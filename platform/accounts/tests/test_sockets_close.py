@@ -36,6 +36,7 @@ async def test_a_sign_in_ending_closes_the_person_s_play_sockets(signal: Any, re
     session = await database_sync_to_async(PlaySessionFactory)(status="ended")
     owner = await database_sync_to_async(lambda: session.owner)()
     headers = [
+        (b"host", b"127.0.0.1"),
         (b"origin", b"http://127.0.0.1"),
         (b"cookie", (await database_sync_to_async(cookie_for)(owner)).encode()),
     ]
