@@ -13,6 +13,12 @@ from typing import Any
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 4096  # the longest prompt or speech fits; anything larger is refused, not truncated
 MAX_TEXT_LENGTH = 1000
+MAX_CHARACTER_NAME_LENGTH = 100  # worlds.models.Character.name
+# `seq` is logged in a PositiveIntegerField: PostgreSQL's integer stops at 2**31 - 1, and one past it was
+# accepted here, failed the insert, and was answered "the database is unavailable" (the page retried forever).
+MAX_SEQ = 2**31 - 1
+MAX_FRAME = 2**32 - 1  # frame numbers travel as uint32 (BROWSER_FRAME_HEADER)
+MAX_CHOICE_INDEX = 99  # far beyond the handful a beat offers; the worker refuses one it did not offer
 KEYS = ("KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight")
 INPUT_TYPES = ("key_down", "key_up", "prompt", "choice", "speech", "pause", "resume")
 # The close code when the player's sign-in ends (log-out, password change, suspension): the page should send
@@ -51,16 +57,16 @@ def parse(text: str | None, size: int) -> Input | Ack:
         message = json.loads(text)
     except json.JSONDecodeError as error:
         raise PlayProtocolError(f"message is not valid JSON ({error.msg} at position {error.pos})") from None
+    except RecursionError:  # 4,096 bytes of brackets nest deeper than the parser's stack
+        raise PlayProtocolError("message nests too deeply") from None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise PlayProtocolError("message must be a JSON object with a string 'type'")
     kind = message["type"]
     if kind == "ack":
-        return Ack(frame=whole_number(message, "frame"))
+        return Ack(frame=whole_number(message, "frame", low=0, high=MAX_FRAME))
     if kind not in INPUT_TYPES:
-        raise PlayProtocolError(f"unknown message type {kind!r}; expected ack or one of {', '.join(INPUT_TYPES)}")
-    sequence = whole_number(message, "seq")
-    if sequence < 1:
-        raise PlayProtocolError("'seq' counts from 1")
+        raise PlayProtocolError(f"unknown message type {kind[:40]!r}; expected ack or one of {', '.join(INPUT_TYPES)}")
+    sequence = whole_number(message, "seq", low=1, high=MAX_SEQ)
     return Input(type=kind, client_sequence=sequence, payload=input_payload(kind, message))
 
 
@@ -70,23 +76,35 @@ def input_payload(kind: str, message: dict[str, Any]) -> dict[str, Any]:
             raise PlayProtocolError(f"'key' must be one of {', '.join(KEYS)}")
         return {"type": kind, "key": message["key"]}
     if kind in ("prompt", "speech"):
-        text = message.get("text")
-        if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT_LENGTH:
-            raise PlayProtocolError(f"'text' must be 1 to {MAX_TEXT_LENGTH} characters")
-        payload = {"type": kind, "text": text.strip()}
+        payload = {"type": kind, "text": words(message, "text", MAX_TEXT_LENGTH)}
         if kind == "speech":
-            character = message.get("character")
-            if not isinstance(character, str) or not character.strip():
-                raise PlayProtocolError("speech needs the 'character' it is addressed to")
-            payload["character"] = character
+            payload["character"] = words(message, "character", MAX_CHARACTER_NAME_LENGTH)
         return payload
     if kind == "choice":
-        return {"type": kind, "index": whole_number(message, "index")}
+        return {"type": kind, "index": whole_number(message, "index", low=0, high=MAX_CHOICE_INDEX)}
     return {"type": kind}
 
 
-def whole_number(message: dict[str, Any], field: str) -> int:
+def whole_number(message: dict[str, Any], field: str, *, low: int, high: int) -> int:
     value = message.get(field)
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32:
-        raise PlayProtocolError(f"'{field}' must be a whole number")
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise PlayProtocolError(f"'{field}' must be a whole number from {low} to {high}")
     return value
+
+
+def words(message: dict[str, Any], field: str, longest: int) -> str:
+    """A text field, stripped: 1 to `longest` characters of printable text. NUL (which PostgreSQL's JSON refuses)
+    and the other control characters but tab and newline are refused, as are lone surrogates ("\\ud800"
+    parses, but cannot be written as UTF-8)."""
+    value = message.get(field)
+    text = value.strip() if isinstance(value, str) else ""
+    if not 1 <= len(text) <= longest:
+        raise PlayProtocolError(f"'{field}' must be 1 to {longest} characters")
+    if any(unprintable(character) for character in text):
+        raise PlayProtocolError(f"'{field}' may hold only printable text")
+    return text
+
+
+def unprintable(character: str) -> bool:
+    code = ord(character)
+    return (code < 32 and character not in "\t\n") or 0xD800 <= code <= 0xDFFF

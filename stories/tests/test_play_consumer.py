@@ -133,6 +133,12 @@ async def test_a_resent_input_is_acknowledged_but_logged_once(running: Any) -> N
         (json.dumps({"type": "prompt", "text": "x" * 5000, "seq": 1}), "at most 4096"),
         (json.dumps({"type": "choice", "index": -1, "seq": 1}), "'index'"),
         (json.dumps({"type": "pause"}), "'seq'"),
+        # Past the log's integer column: refused here, not answered "the database is unavailable" forever.
+        (json.dumps({"type": "pause", "seq": 2**31}), "'seq' must be a whole number from 1 to 2147483647"),
+        (json.dumps({"type": "prompt", "text": "night\u0000", "seq": 1}), "printable text"),
+        (json.dumps({"type": "speech", "text": "hello", "character": "\ud800", "seq": 1}), "printable text"),
+        ("[" * 3000 + "]" * 3000, "at most 4096"),
+        ("[" * 2000 + "]" * 2000, "nests too deeply"),
     ],
 )
 async def test_a_bad_message_gets_an_error_and_the_connection_stays_up(running: Any, text: str, complaint: str) -> None:

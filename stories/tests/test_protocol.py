@@ -1,0 +1,80 @@
+"""The edge of the play protocol: what `stories.protocol.parse` lets through from a browser, over random messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stories import protocol
+
+# Values a browser (or an attacker) can put in any field: every JSON type, and numbers around each bound.
+ANY_VALUE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.sampled_from([0, 1, 99, 100, 2**31 - 1, 2**31, 2**32 - 1, 2**32, -1])
+    | st.floats(allow_nan=False)
+    | st.text(max_size=60)
+    | st.sampled_from(["", " ", "\x00", "\ud800", "KeyW", "x" * 1001]),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=6,
+)
+FIELDS = ("seq", "frame", "key", "text", "index", "character")
+MESSAGES = st.fixed_dictionaries(
+    {"type": st.sampled_from(["ack", *protocol.INPUT_TYPES]) | ANY_VALUE},
+    optional={field: ANY_VALUE for field in FIELDS},
+)
+
+
+def the_text_sent(message: Any) -> str:
+    return json.dumps(message)
+
+
+def parsed_or_refused(text: str) -> protocol.Input | protocol.Ack | None:
+    try:
+        return protocol.parse(text, len(text.encode("utf-8", "surrogatepass")))
+    except protocol.PlayProtocolError:
+        return None
+
+
+def storable(text: str) -> bool:
+    """What PostgreSQL's text and JSON columns take: valid UTF-8 without NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
+@settings(max_examples=600, deadline=None)
+@given(message=MESSAGES)
+def test_a_parsed_message_holds_only_values_the_database_and_worker_take(message: dict[str, Any]) -> None:
+    parsed = parsed_or_refused(the_text_sent(message))
+    if isinstance(parsed, protocol.Ack):
+        assert 0 <= parsed.frame <= protocol.MAX_FRAME
+    elif isinstance(parsed, protocol.Input):
+        assert 1 <= parsed.client_sequence <= protocol.MAX_SEQ
+        payload = parsed.payload
+        assert payload["type"] == parsed.type in protocol.INPUT_TYPES
+        if "index" in payload:
+            assert type(payload["index"]) is int and 0 <= payload["index"] <= protocol.MAX_CHOICE_INDEX
+        for field, longest in (("text", protocol.MAX_TEXT_LENGTH), ("character", protocol.MAX_CHARACTER_NAME_LENGTH)):
+            if field in payload:
+                assert 1 <= len(payload[field]) <= longest and storable(payload[field])
+        if "key" in payload:
+            assert payload["key"] in protocol.KEYS
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=200) | st.builds(lambda depth: "[" * depth + "]" * depth, st.integers(0, 2048)))
+def test_any_text_at_all_is_parsed_or_refused_never_raised(text: str) -> None:
+    parsed_or_refused(text)  # anything but PlayProtocolError escapes and fails the test
+
+
+def test_a_seq_past_the_logs_column_is_refused_at_the_edge() -> None:
+    for sequence in (2**31, 2**32 - 1, 2**40):
+        assert parsed_or_refused(json.dumps({"type": "pause", "seq": sequence})) is None
+    assert parsed_or_refused(json.dumps({"type": "pause", "seq": 2**31 - 1})) is not None
