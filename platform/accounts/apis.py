@@ -11,12 +11,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.exceptions import Throttled
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
+from accounts.lockout import sign_in_locked
 from accounts.selectors import user_roles
 
 
@@ -50,6 +52,10 @@ class TokenWithCodeSerializer(AuthTokenSerializer):
     code = serializers.CharField(required=False, allow_blank=True, write_only=True)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The backend refuses a locked account anyway; asking first answers 429 with the wait, not "wrong".
+        locked = sign_in_locked(login=attrs.get("username", ""))
+        if locked:
+            raise Throttled(wait=locked.retry_after, detail=str(locked))
         attrs = super().validate(attrs)
         authenticator = Authenticator.objects.filter(user=attrs["user"], type=Authenticator.Type.TOTP).first()
         if authenticator is not None and not TOTP(authenticator).validate_code(attrs.get("code", "")):
@@ -64,7 +70,7 @@ class TokenObtainApi(ObtainAuthToken):
     `Authorization: Token …` header out."""
 
     serializer_class = TokenWithCodeSerializer
-    # Guessing passwords here must be as slow as on the log-in page, which django-allauth throttles.
+    # Per address; the lock-out per account (accounts.lockout) is shared with the log-in pages and the admin.
     throttle_classes = [AnonRateThrottle]
 
 

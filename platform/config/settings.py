@@ -34,6 +34,11 @@ if not SECRET_KEY:
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# Forwarded headers (X-Forwarded-For, X-Forwarded-Proto) are believed only from one proxy in front that sets
+# them; without one any client could write them, to look like a fresh address or a secure connection.
+BEHIND_PROXY = env.bool("BEHIND_PROXY", default=False)
+# allauth's limits per address read X-Forwarded-For the same way (its default, 0, takes REMOTE_ADDR).
+ALLAUTH_TRUSTED_PROXY_COUNT = 1 if BEHIND_PROXY else 0
 
 INSTALLED_APPS = [
     # daphne first: its runserver serves HTTP and WebSocket through the ASGI application.
@@ -165,19 +170,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Every password check (log-in pages, token API, admin) goes through the lock-out in accounts.lockout first;
+# ModelBackend stays listed so that sessions signed in through it stay signed in.
 AUTHENTICATION_BACKENDS = [
+    "accounts.backends.LockoutAuthenticationBackend",
     "django.contrib.auth.backends.ModelBackend",
-    "allauth.account.auth_backends.AuthenticationBackend",
 ]
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "none"
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = True
 ACCOUNT_ADAPTER = "accounts.adapters.WorldloomAccountAdapter"
-# allauth's defaults, stated because a test depends on them: after 5 failed log-ins to one account in 5 minutes
-# (or 10 a minute from one address) the log-in form refuses even the right password for a while. The counts
-# live in the cache, which REDIS_URL shares between processes; without it each process counts on its own.
-ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip,5/5m/key"}
+# After 5 failed sign-ins to one account in 5 minutes, by any way in, even the right password is refused until
+# the window closes: accounts.lockout counts them, so allauth keeps only its limit per address (10 a minute).
+# The counts live in the cache, which REDIS_URL shares between processes; without it each process counts alone.
+ACCOUNT_RATE_LIMITS = {"login_failed": "10/m/ip"}
 # Authenticator apps and recovery codes; no WebAuthn, whose pages need inline scripts the CSP refuses.
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = "Worldloom"
@@ -197,8 +204,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "common.schema.ViewNamedAutoSchema",
     "EXCEPTION_HANDLER": "common.apis.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "common.apis.NewestFirstPagination",
-    # Anonymous calls are only log-ins for a token; ten a minute per address stops password guessing.
+    # Ten token requests a minute per address; accounts.lockout limits guesses per account whatever the address.
     "DEFAULT_THROTTLE_RATES": {"anon": "10/minute"},
+    # The address a throttle counts under: X-Forwarded-For's last entry (the one our proxy added) behind a
+    # proxy, else the connection's own. Unset, DRF would take the whole header, which any client can write.
+    "NUM_PROXIES": 1 if BEHIND_PROXY else 0,
     "PAGE_SIZE": 24,
 }
 SPECTACULAR_SETTINGS = {
@@ -239,7 +249,7 @@ SECURE_SSL_REDIRECT = HTTPS
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if HTTPS else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
-if env.bool("BEHIND_PROXY", default=False):
+if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # The load balancer probes /healthz over plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]

@@ -8,7 +8,11 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from accounts.forms import LockoutAwareAdminLoginForm
 from common.views import healthz
+
+# The admin's log-in shares the per-account lock-out of the log-in pages and the token API.
+admin.site.login_form = LockoutAwareAdminLoginForm
 
 api_urlpatterns = [
     path("accounts/", include("accounts.apis")),
