@@ -113,6 +113,10 @@ class SessionEvent(models.Model):
     session = models.ForeignKey(PlaySession, on_delete=models.CASCADE, related_name="events")
     sequence = models.PositiveIntegerField()
     player = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    # The page that sent it (a random id each page load picks, stories.protocol.BROWSER_ID): `client_sequence`
+    # counts per page, so a player's two tabs both send seq 1. Blank for inputs logged before it was kept, and
+    # for clients that send none; those are told apart per player, as all inputs once were.
+    browser = models.CharField(max_length=64, blank=True, default="")
     client_sequence = models.PositiveIntegerField(null=True)
     kind = models.CharField(max_length=20)
     payload = models.JSONField()
@@ -126,7 +130,7 @@ class SessionEvent(models.Model):
             models.UniqueConstraint(fields=["session", "sequence"], name="event_sequence_unique_per_session"),
             # A browser resending after a reconnect must not log the same input twice.
             models.UniqueConstraint(
-                fields=["session", "player", "client_sequence"], name="client_sequence_unique_per_player"
+                fields=["session", "player", "browser", "client_sequence"], name="client_sequence_unique_per_browser"
             ),
         ]
 
@@ -145,7 +149,7 @@ class SessionSnapshot(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-tick"]
+        ordering = ["-tick", "-pk"]  # see stories.selectors.SNAPSHOTS_NEWEST_FIRST
 
     def __str__(self) -> str:
         return f"{self.session_id} @ {self.tick}"

@@ -6,9 +6,11 @@ Only the checks live here: what a well-formed message from a browser is, and how
 from __future__ import annotations
 
 import json
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 4096  # the longest prompt or speech fits; anything larger is refused, not truncated
@@ -21,6 +23,9 @@ MAX_FRAME = 2**32 - 1  # frame numbers travel as uint32 (BROWSER_FRAME_HEADER)
 MAX_CHOICE_INDEX = 99  # far beyond the handful a beat offers; the worker refuses one it did not offer
 KEYS = ("KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight")
 INPUT_TYPES = ("key_down", "key_up", "prompt", "choice", "speech", "pause", "resume")
+# A page names itself in the socket's query, `?browser=<id>`: a random id it picks when it loads, so that each
+# tab's `seq` is checked for resends against that tab's alone. Without one, inputs are told apart per player.
+BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 # The close code when the player's sign-in ends (log-out, password change, suspension): the page should send
 # them to log in rather than reconnect. 4000-4999 are the application's own codes (RFC 6455, 7.4.2).
 CLOSE_SIGNED_OUT = 4001
@@ -46,6 +51,14 @@ class Ack:
     """The browser has drawn frames up to `frame`; the platform may send it newer ones."""
 
     frame: int
+
+
+def browser_id(query_string: bytes) -> str | None:
+    """The page's id from the socket's query string: "" when it sends none, None when it sends a malformed one."""
+    values = parse_qs(query_string.decode("latin-1"), keep_blank_values=True).get("browser", [])
+    if not values:
+        return ""
+    return values[0] if len(values) == 1 and BROWSER_ID.fullmatch(values[0]) else None
 
 
 def parse(text: str | None, size: int) -> Input | Ack:

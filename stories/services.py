@@ -160,24 +160,27 @@ class WorkerBusy(Exception):
 
 
 def session_input_append(
-    *, session: PlaySession, player: User, client_sequence: int, payload: dict[str, Any]
+    *, session: PlaySession, player: User, browser: str, client_sequence: int, payload: dict[str, Any]
 ) -> tuple[SessionEvent, bool]:
     """Log an input (once, however often the browser resends it) and forward it to the session's worker.
 
     Returns the logged event and whether it is new. Raises WorkerBusy, with nothing kept, when the worker's
     channel is full: the browser is told and sends the input again later.
     """
-    # A resent input is found by the unique (session, player, client_sequence) constraint failing, not by a
-    # lookup first: that lookup was two fifths of the database work of every input.
+    # A resent input is found by the unique (session, player, browser, client_sequence) constraint failing, not
+    # by a lookup first: that lookup was two fifths of the database work of every input. `client_sequence`
+    # counts per page (`browser`), so a player's second tab is not taken for a resend of the first's inputs.
     if session.is_live and session.owner_id != player.pk:
         # The owner's keys steer the camera everyone watches; every other participant walks an avatar.
         payload = {**payload, "participant": player.get_username()}
     try:
         with transaction.atomic():
-            event = event_log_and_forward(session_id=session.pk, payload=payload, player=player,
+            event = event_log_and_forward(session_id=session.pk, payload=payload, player=player, browser=browser,
                                           client_sequence=client_sequence)  # fmt: skip
     except IntegrityError:
-        return SessionEvent.objects.get(session=session, player=player, client_sequence=client_sequence), False
+        logged = SessionEvent.objects.get(session=session, player=player, browser=browser,
+                                          client_sequence=client_sequence)  # fmt: skip
+        return logged, False
     except ChannelFull:
         # Raised by the forward after the commit: withdraw the input, so the log (which a failover replays)
         # holds only what the worker was given.
@@ -188,10 +191,11 @@ def session_input_append(
 
 
 def event_log_and_forward(
-    *, session_id: Any, payload: dict[str, Any], player: User | None = None, client_sequence: int | None = None
-) -> SessionEvent:
+    *, session_id: Any, payload: dict[str, Any], player: User | None = None, browser: str = "",
+    client_sequence: int | None = None,
+) -> SessionEvent:  # fmt: skip
     """Log an input (see event_log) and send it to the session's worker after commit."""
-    event, worker_channel = event_log(session_id=session_id, payload=payload, player=player,
+    event, worker_channel = event_log(session_id=session_id, payload=payload, player=player, browser=browser,
                                       client_sequence=client_sequence)  # fmt: skip
     if worker_channel is not None:
         send_to_worker(worker_channel, input_forward_message(event))
@@ -199,8 +203,9 @@ def event_log_and_forward(
 
 
 def event_log(
-    *, session_id: Any, payload: dict[str, Any], player: User | None = None, client_sequence: int | None = None
-) -> tuple[SessionEvent, str | None]:
+    *, session_id: Any, payload: dict[str, Any], player: User | None = None, browser: str = "",
+    client_sequence: int | None = None,
+) -> tuple[SessionEvent, str | None]:  # fmt: skip
     """Number an input in the session's sequence and log it; returns it with the channel of the worker that
     runs the session (None while none does).
 
@@ -210,7 +215,7 @@ def event_log(
     sessions = PlaySession.objects.filter(pk=session_id)
     sessions.update(last_sequence=F("last_sequence") + 1, last_active_at=timezone.now())
     sequence, status, worker_channel = sessions.values_list("last_sequence", "status", "worker__channel_name").get()
-    event = SessionEvent.objects.create(session_id=session_id, sequence=sequence, player=player,
+    event = SessionEvent.objects.create(session_id=session_id, sequence=sequence, player=player, browser=browser,
                                         client_sequence=client_sequence, kind=payload["type"],
                                         payload=payload)  # fmt: skip
     return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
