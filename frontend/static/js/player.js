@@ -18,6 +18,11 @@
   const keyNames = new Set(["KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight"]);
   const keyAliases = { ArrowUp: "KeyW", ArrowDown: "KeyS" };
 
+  // This page's own name for the platform: `seq` is checked for resends per page, so another tab of the same
+  // player counting from 1 too is not taken for a resend. Kept in memory only: the inputs a reconnect resends
+  // (`unconfirmed`) are lost with the page anyway, and a duplicated tab must not share it.
+  const browserId = Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("");
+
   let socket = null;
   let sequence = Number(sessionStorage.getItem(sequenceKey) || 0);
   const unconfirmed = new Map(); // client sequence -> message, until the platform has logged it
@@ -42,7 +47,7 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    socket = new WebSocket(`${scheme}://${location.host}/ws/play/${sessionId}/`);
+    socket = new WebSocket(`${scheme}://${location.host}/ws/play/${sessionId}/?browser=${browserId}`);
     socket.binaryType = "arraybuffer";
     socket.addEventListener("open", () => {
       backoff = 500;
