@@ -15,6 +15,7 @@ from rest_framework.exceptions import Throttled
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
@@ -70,6 +71,8 @@ class TokenObtainApi(ObtainAuthToken):
     `Authorization: Token …` header out."""
 
     serializer_class = TokenWithCodeSerializer
+    # ObtainAuthToken names DRF's parsers itself; the settings' list holds the bounded JSON parser.
+    parser_classes = api_settings.DEFAULT_PARSER_CLASSES
     # Per address; the lock-out per account (accounts.lockout) is shared with the log-in pages and the admin.
     throttle_classes = [AnonRateThrottle]
 

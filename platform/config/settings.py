@@ -201,6 +201,12 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    # JSON nested at most 64 deep (a body nested 10,000 deep was a 500); forms and uploads as DRF parses them.
+    "DEFAULT_PARSER_CLASSES": [
+        "common.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "common.schema.ViewNamedAutoSchema",
     "EXCEPTION_HANDLER": "common.apis.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "common.apis.NewestFirstPagination",
