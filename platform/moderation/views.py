@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import User
 from accounts.roles import MODERATE
+from common.redirects import next_url_or
 from moderation import selectors, services
 from moderation.forms import AppealForm, OptionalReasonForm, QueueFilterForm, ReasonForm
 from moderation.models import Appeal, AuditEntry, CheckResult, QueueItem, Report
@@ -72,7 +73,7 @@ def acted(request: HttpRequest, action: Callable[..., Any], done: str, **argumen
         messages.error(request, f"Not done: {error}")
     else:
         messages.success(request, done)
-    return redirect(request.POST.get("next") or "moderation:queue")
+    return redirect(next_url_or(request, "moderation:queue"))
 
 
 @login_required
