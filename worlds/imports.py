@@ -11,11 +11,10 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import transaction
 
 from accounts.models import User
-from common.images import image_validator
+from common.images import image_stored
 from worlds import formats
 from worlds.cartridge import cartridge_read
 from worlds.interchange import character_rows, lorebook_rows, story_rows
@@ -51,7 +50,8 @@ def character_import(*, data: bytes, kind: str, owner: User, world: World | None
         book = save_lorebook(*book_rows, where="card: data.character_book")
         character.lorebook = book
     if kind == "card-png":
-        character.portrait = ContentFile(data, name=f"{character.name or 'portrait'}.png")
+        # The portrait field re-encodes the card and names it itself, whatever the character is called.
+        character.portrait = ContentFile(data, name="portrait.png")
     row_saved(character, "card: data")
     for clue in clues:
         clue.character = character
@@ -128,14 +128,11 @@ def save_lorebook(book: Lorebook, entries: list[Any], *, where: str) -> Lorebook
 
 
 def store_asset(name: str, content: bytes) -> str:
-    """Save a cartridge's image under a fresh storage name (never overwriting), after checking it."""
-    upload = ContentFile(content, name=name.rsplit("/", 1)[-1])
+    """Store a cartridge's image, re-encoded, under a generated name; the name the cartridge gave it is dropped."""
     try:
-        image_validator(upload)
+        return image_stored(content, folder="imports")
     except ValidationError as error:
         raise ValidationError(f"cartridge: assets/{name}: {' '.join(error.messages)}") from None
-    folder = name.rsplit("/", 1)[0] if "/" in name else "imports"
-    return default_storage.save(f"{folder}/{upload.name}", upload)
 
 
 def with_asset_names(document: dict[str, Any], renamed: dict[str, str]) -> dict[str, Any]:

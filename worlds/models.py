@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 
-from common.images import image_validator
+from common.images import ReencodedImageField, image_validator
 from gallery.categories import Category
 from worlds import validation
 
@@ -147,7 +147,7 @@ class Character(models.Model):
     creator_notes = bounded_text(blank=True, max_length=20000)
     tags = models.JSONField(default=list, blank=True)
     lorebook = models.ForeignKey(Lorebook, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    portrait = models.ImageField(upload_to="portraits/", blank=True, validators=[image_validator])
+    portrait = ReencodedImageField(upload_to="portraits/", blank=True, validators=[image_validator])
     memory_scope = models.CharField(max_length=8, choices=MemoryScope.choices, default=MemoryScope.PLAYER)
     memory_limit = models.PositiveIntegerField(default=200)
     players_can_view_memories = models.BooleanField(default=True)
@@ -199,7 +199,7 @@ class World(models.Model):
     category = models.CharField(max_length=12, choices=Category.choices, default=Category.GAMES)
     tags = models.ManyToManyField(Tag, blank=True, related_name="worlds")
     content_rating = models.CharField(max_length=8, choices=ContentRating.choices, default=ContentRating.EVERYONE)
-    cover_image = models.ImageField(upload_to="covers/", blank=True, validators=[image_validator])
+    cover_image = ReencodedImageField(upload_to="covers/", blank=True, validators=[image_validator])
     visual_style = bounded_text(blank=True, max_length=2000)
     engine = models.CharField(max_length=60, default="raycaster")
     engine_parameters = models.JSONField(default=dict, blank=True)
@@ -224,7 +224,7 @@ class WorldReferenceImage(models.Model):
     """An image whose colours shape the world's palette."""
 
     world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="reference_images")
-    image = models.ImageField(upload_to="references/", validators=[image_validator])
+    image = ReencodedImageField(upload_to="references/", validators=[image_validator])
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import mimetypes
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
@@ -14,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import User
 from accounts.roles import CREATE
+from common.images import image_response
 from gallery import selectors, services
 from gallery.categories import CATEGORY_BLURBS, Category
 from gallery.forms import BrowseForm, ContentSettingsForm
@@ -103,7 +102,7 @@ def world_image(request: HttpRequest, slug: str) -> FileResponse:
     name = listing.cover or listing.thumbnail
     if not name or not default_storage.exists(name):
         raise Http404("This world has no image yet")
-    response = FileResponse(default_storage.open(name), content_type=mimetypes.guess_type(name)[0] or "image/jpeg")
+    response = image_response(name)
     response["Cache-Control"] = "public, max-age=86400"
     return response
 
