@@ -47,8 +47,9 @@ PARKING: set[asyncio.Task[None]] = set()
 async def park_later(session_id: Any) -> None:
     """Give the session's worker slot back if nobody has come back after a while (see PLAY_PARK_AFTER_SECONDS).
 
-    A timer in this process, not a queued task: if the process dies first, its worker connections drop and
-    the sessions are reassigned anyway.
+    The park itself looks at when a browser last watched, so a timer from an earlier departure that fires after
+    someone came back (and left again) parks nothing. If this process dies first, the sweep on each worker
+    heartbeat (services.sessions_park_unwatched) parks the session instead.
     """
     await asyncio.sleep(settings.PLAY_PARK_AFTER_SECONDS)
     await database_call(services.session_park_if_unwatched)(session_id=session_id)
@@ -105,27 +106,28 @@ class PlayConsumer(DatabaseCallConsumer):
         self.frames_channel = await self.frames.new_channel()
         await self.frames.group_add(self.group, self.frames_channel)
         self.frames_reader = asyncio.create_task(self.frames_read())
+        self.presence_keeper = asyncio.create_task(self.presence_keep())
         await self.accept()
         await self.send_json(
             {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
              "role": role, "status": self.session.status}
         )  # fmt: skip
-        await database_call(services.session_watched)(session_id=self.session.pk, change=1)
+        await database_call(services.session_seen)(session_id=self.session.pk)
         if self.session.status != SessionStatus.ENDED:
             await database_call(services.session_resume)(session=self.session)
 
     async def disconnect(self, code: int) -> None:
-        if self.session is not None and hasattr(self, "group"):
+        if hasattr(self, "presence_keeper"):  # set last before accept: everything disconnect undoes exists
             self.frames_reader.cancel()
             self.inputs_logger.cancel()  # inputs still waiting were never accepted: the page sends them again
             await self.frames.group_discard(self.group, self.frames_channel)
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
-            watchers = await database_call(services.session_watched)(session_id=self.session.pk, change=-1)
-            if watchers <= 0:
-                parking = asyncio.create_task(park_later(self.session.pk))
-                PARKING.add(parking)  # the loop holds tasks weakly; this keeps it alive after the consumer ends
-                parking.add_done_callback(PARKING.discard)
+            self.presence_keeper.cancel()
+            await database_call(services.session_seen)(session_id=self.session.pk)  # the park time counts from now
+            parking = asyncio.create_task(park_later(self.session.pk))
+            PARKING.add(parking)  # the loop holds tasks weakly; this keeps it alive after the consumer ends
+            parking.add_done_callback(PARKING.discard)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
@@ -151,6 +153,15 @@ class PlayConsumer(DatabaseCallConsumer):
         except asyncio.QueueFull:
             await self.send_json({"type": "error", "seq": message.client_sequence,
                                   "error": "too many inputs waiting to be logged; slow down"})  # fmt: skip
+
+    async def presence_keep(self) -> None:
+        """Say every few seconds that this browser still watches; a daphne that dies stops saying it."""
+        while True:
+            await asyncio.sleep(services.presence_refresh_seconds())
+            try:
+                await database_call(services.session_seen)(session_id=self.session.pk)
+            except Exception:  # the cache down for a moment: say it again next time
+                logger.exception("could not note that session %s is watched", self.session)
 
     async def inputs_log(self) -> None:
         """Log the inputs `receive` queued, one at a time and in the order they came."""

@@ -7,6 +7,7 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -296,15 +297,32 @@ def worker_sessions_reassign(*, worker: WorkerNode) -> list[PlaySession]:
     return sessions
 
 
-def watchers_key(session_id: Any) -> str:
-    return f"play:watchers:{session_id}"
+def presence_key(session_id: Any) -> str:
+    return f"play:seen:{session_id}"
 
 
-def session_watched(*, session_id: Any, change: int) -> int:
-    """Count a browser arriving (+1) or leaving (-1); how many watch now. The cache is shared by all daphnes."""
-    key = watchers_key(session_id)
-    cache.add(key, 0, timeout=None)
-    return cache.incr(key, change)
+def presence_refresh_seconds() -> float:
+    """How often a connected browser says it still watches: several times within the park time."""
+    return min(settings.PLAY_PARK_AFTER_SECONDS / 4, 5.0)
+
+
+def session_seen(*, session_id: Any) -> None:
+    """A browser watches the session, or has just left it: note the time in the cache all daphnes share.
+
+    Presence is a time, not a count of browsers: a count raised on arrival and lowered on departure stayed up
+    when a daphne died with its viewers, and sessions nobody watched held worker slots for as long as it ran.
+    A time stops being renewed whatever ends the watching, so `session_unwatched_seconds` grows on its own.
+    """
+    cache.set(presence_key(session_id), time.time(), timeout=settings.PLAY_PARK_AFTER_SECONDS * 10)
+
+
+def session_unwatched_seconds(*, session_id: Any) -> float:
+    """How long since a browser last said it watches. With no time noted (the cache was flushed, or no one has
+    come yet) the clock starts now: a session is never parked on a missing time alone."""
+    now = time.time()
+    key = presence_key(session_id)
+    cache.add(key, now, timeout=settings.PLAY_PARK_AFTER_SECONDS * 10)
+    return now - cache.get(key, now)
 
 
 @transaction.atomic
@@ -339,8 +357,9 @@ def session_inputs_resend(*, session_id: Any) -> None:
 
 @transaction.atomic
 def session_park_if_unwatched(*, session_id: Any) -> bool:
-    """Free the worker slot of a session nobody watches; its snapshot and log keep everything."""
-    if (cache.get(watchers_key(session_id)) or 0) > 0:
+    """Free the worker slot of a session no browser has watched for PLAY_PARK_AFTER_SECONDS; its snapshot and
+    log keep everything."""
+    if session_unwatched_seconds(session_id=session_id) < settings.PLAY_PARK_AFTER_SECONDS:
         return False
     session = PlaySession.objects.select_for_update().filter(pk=session_id).first()
     if session is None or session.status not in (SessionStatus.RUNNING, SessionStatus.QUEUED):
@@ -353,6 +372,13 @@ def session_park_if_unwatched(*, session_id: Any) -> bool:
         send_to_worker(worker.channel_name, {"type": "session.close", "session": str(session.pk)})
         transaction.on_commit(sessions_dispatch_queued)
     return True
+
+
+def sessions_park_unwatched(*, worker: WorkerNode) -> int:
+    """Park the worker's sessions nobody has watched for the park time; how many. Run on each of its heartbeats,
+    so that a session whose viewers vanished with their daphne (no disconnect ran) still gives its slot back."""
+    running = PlaySession.objects.filter(worker=worker, status=SessionStatus.RUNNING).values_list("pk", flat=True)
+    return sum(session_park_if_unwatched(session_id=session_id) for session_id in list(running))
 
 
 @transaction.atomic

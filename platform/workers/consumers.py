@@ -140,6 +140,8 @@ class WorkerConsumer(DatabaseCallConsumer):
         # Behind the stream, not awaited: while every database thread waited on a busy Live world's inputs, an
         # awaited heartbeat stopped this consumer, and the inputs forwarded to the worker filled its channel.
         self.record(services.worker_heartbeat, worker=self.worker, free_slots=heartbeat.free_slots)
+        # Sessions whose viewers vanished without a disconnect (their daphne died) give their slots back here.
+        self.record(play.sessions_park_unwatched, worker=self.worker)
 
     async def session_frame(self, data: bytes) -> None:
         session, number, sequence, jpeg = protocol.frame_decode(data)

@@ -16,6 +16,7 @@ import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,7 +29,7 @@ from moderation.services import user_suspend
 from stories.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
 from stories.models import PlaySession, SessionEvent
 from stories.protocol import CLOSE_SIGNED_OUT
-from stories.services import FRAMES_LAYER
+from stories.services import FRAMES_LAYER, sessions_park_unwatched
 from stories.tests.factories import PlaySessionFactory
 from tests.fixtures import another_process_layer, cookie_for
 from workers.models import WorkerNode
@@ -349,6 +350,77 @@ async def test_a_malformed_browser_id_is_refused_at_the_handshake(running: Any, 
     owner = await database_sync_to_async(lambda: session.owner)()
     communicator = await connect(session.pk, owner, path="/ws/play/{}/?" + query)
     assert not (await communicator.connect())[0]
+
+
+PARK_SECONDS = 1.0
+
+
+async def status_of(session: PlaySession) -> str:
+    return await database_sync_to_async(lambda: PlaySession.objects.get(pk=session.pk).status)()
+
+
+async def parked_after(session: PlaySession, since: float, budget: float, sweep: Any = None) -> float | None:
+    """Seconds from `since` until the session is parked (running `sweep` as each worker heartbeat would), or None
+    when `budget` seconds pass first."""
+    while (elapsed := time.monotonic() - since) < budget:
+        if sweep is not None:
+            await database_sync_to_async(sweep)()
+        if await status_of(session) == "parked":
+            return elapsed
+        await asyncio.sleep(0.05)
+    return None
+
+
+def consumer_tasks_end() -> None:
+    """What a dying daphne does to its consumers' work: it stops, and no disconnect runs."""
+    for task in asyncio.all_tasks():
+        if task.get_coro().__qualname__.startswith(
+            ("PlayConsumer.", "WebsocketCommunicator.", "ApplicationCommunicator.")
+        ):
+            task.cancel()
+
+
+async def test_a_session_whose_viewer_vanished_without_a_disconnect_is_parked_within_the_park_time(
+    running: Any,
+) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    worker = await database_sync_to_async(lambda: session.worker)()
+    with override_settings(PLAY_PARK_AFTER_SECONDS=PARK_SECONDS):
+        communicator = await connect(session.pk, owner)
+        await communicator.connect()
+        await communicator.receive_json_from()
+        await asyncio.sleep(PARK_SECONDS)  # watched for a while: the viewer's presence keeps it running
+        assert await status_of(session) == "running"
+        communicator.future.cancel()
+        consumer_tasks_end()
+        OPENED.remove(communicator)
+        died_at = time.monotonic()
+        parked = await parked_after(session, died_at, budget=PARK_SECONDS * 3,
+                                    sweep=lambda: sessions_park_unwatched(worker=worker))  # fmt: skip
+    assert parked is not None, "a session nobody watches kept its worker slot"
+    assert parked <= PARK_SECONDS + 0.3
+
+
+async def test_a_viewer_who_comes_back_restarts_the_park_time(running: Any) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    with override_settings(PLAY_PARK_AFTER_SECONDS=PARK_SECONDS):
+        first = await connect(session.pk, owner)
+        await first.connect()
+        await first.receive_json_from()
+        await first.disconnect()
+        await asyncio.sleep(PARK_SECONDS / 2)
+        again = await connect(session.pk, owner)
+        await again.connect()
+        await again.receive_json_from()
+        await asyncio.sleep(PARK_SECONDS / 4)
+        await again.disconnect()
+        left_at = time.monotonic()
+        parked = await parked_after(session, left_at, budget=PARK_SECONDS * 3)
+    assert parked is not None
+    # A full park time after the last departure, not the rest of the first departure's timer.
+    assert PARK_SECONDS - 0.05 <= parked <= PARK_SECONDS + 0.5
 
 
 async def test_a_live_participants_prompt_that_breaks_the_rating_never_reaches_the_world(running: Any) -> None:
