@@ -28,7 +28,7 @@ from worlds import services
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
 from worlds.imports import MAX_IMPORT_BYTES, content_import
 from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World, WorldVersion
-from worlds.selectors import world_latest_version
+from worlds.selectors import version_document_for, world_latest_version
 
 
 class CanCreate(permissions.BasePermission):
@@ -206,10 +206,14 @@ class StorySerializer(WorldPartSerializer):
 class VersionSerializer(serializers.ModelSerializer):
     world = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     creator = serializers.CharField(source="world.owner.username", read_only=True)
+    document = serializers.SerializerMethodField()
 
     class Meta:
         model = WorldVersion
         fields = ["id", "world", "creator", "number", "published_at", "status", "document"]
+
+    def get_document(self, version: WorldVersion) -> dict[str, Any]:
+        return version_document_for(version=version, user=self.context["request"].user)
 
 
 class OwnedViewSet(viewsets.ModelViewSet):
@@ -251,7 +255,7 @@ class WorldViewSet(OwnedViewSet):
     def publish(self, request: Request, pk: str) -> Response:
         """Freeze the working copy as the world's next published version."""
         version = services.world_publish(world=self.get_object(), by=request.user)
-        return Response(VersionSerializer(version).data, status=status.HTTP_201_CREATED)
+        return Response(VersionSerializer(version, context={"request": request}).data, status=status.HTTP_201_CREATED)
 
 
 class VersionViewSet(viewsets.ReadOnlyModelViewSet):

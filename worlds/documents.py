@@ -81,3 +81,19 @@ def world_document(world: World) -> dict[str, Any]:
             for story in world.stories.order_by("id")
         ],
     }
+
+
+# What a world keeps from its players, however public the version: the secrets characters hide, the clues
+# they reveal only when a condition holds, and how each hook's branches judge and reward what a player does.
+# Play reads the full document; everyone who may see a version but does not own it reads `document_public`.
+CHARACTER_HIDDEN_FIELDS = {"secrets": "", "clues": []}
+HOOK_HIDDEN_FIELDS = {"branches": [], "fallback_guidance": ""}
+
+
+def document_public(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` without what it keeps from players (see CHARACTER_HIDDEN_FIELDS); still a valid document."""
+    return {
+        **document,
+        "characters": [{**character, **CHARACTER_HIDDEN_FIELDS} for character in document.get("characters", [])],
+        "hooks": [{**hook, **HOOK_HIDDEN_FIELDS} for hook in document.get("hooks", [])],
+    }

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 
 from accounts.models import User
+from accounts.roles import MODERATE
 from stories.models import Story
+from worlds.documents import document_public
 from worlds.models import World, WorldVersion
 
 
@@ -15,6 +20,14 @@ def worlds_owned(*, owner: User) -> QuerySet[World]:
 
 def world_latest_version(*, world: World) -> WorldVersion | None:
     return world.versions.order_by("-number").first()
+
+
+def version_document_for(*, version: WorldVersion, user: User | AnonymousUser) -> dict[str, Any]:
+    """The version's document as `user` may read it: whole for its creator and moderators, else without what
+    the world keeps from players (worlds.documents.document_public)."""
+    if user.is_authenticated and (user.pk == version.world.owner_id or user.has_perm(MODERATE)):
+        return version.document
+    return document_public(version.document)
 
 
 def world_problems(*, world: World) -> list[str]:

@@ -26,7 +26,7 @@ from worlds.models import (
     WorldReferenceImage,
     WorldVersion,
 )
-from worlds.selectors import world_problems
+from worlds.selectors import version_document_for, world_problems
 
 
 def slug_unique(title: str) -> str:
@@ -115,8 +115,9 @@ def world_publish(*, world: World, by: User) -> WorldVersion:
 
 @transaction.atomic
 def world_remix(*, version: WorldVersion, owner: User) -> World:
-    """A new working copy of a published version for `owner`, crediting where it came from."""
-    document = version.document
+    """A new working copy of a published version for `owner`, crediting where it came from; another creator's
+    copy starts without what the world keeps from players (its secrets, clues and hook branches)."""
+    document = version_document_for(version=version, user=owner)
     world = world_from_document(document, owner=owner, slug=slug_unique(document["world"]["title"]))
     world.remixed_from = version
     world.save(update_fields=["remixed_from"])

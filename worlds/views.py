@@ -48,7 +48,7 @@ from worlds.forms import (
 )
 from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Hook, Lorebook, ReviewStatus, World, WorldVersion
-from worlds.selectors import world_problems, worlds_owned
+from worlds.selectors import version_document_for, world_problems, worlds_owned
 from worlds.services import world_publish, world_remix
 
 # A world spec is a few hundred characters; anything far longer is not one.
@@ -250,7 +250,11 @@ def version_detail(request: HttpRequest, version_id: int) -> HttpResponse:
     return render(
         request,
         "worlds/version.html",
-        {"version": version, "document": version.document, "can_remix": version.world.owner_id != request.user.pk},
+        {
+            "version": version,
+            "document": version_document_for(version=version, user=request.user),
+            "can_remix": version.world.owner_id != request.user.pk,
+        },
     )
 
 
