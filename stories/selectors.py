@@ -68,11 +68,15 @@ def queue_place(*, session: PlaySession) -> int:
     return ahead.count() + 1
 
 
-def queue_estimated_wait_seconds(*, place: int) -> int:
+def queue_estimated_wait_seconds(*, place: int, engine: str) -> int | None:
+    """About how long the session at `place` waits, or None when no connected worker runs `engine`: then no
+    estimate is true (one made with a slot that does not exist promised "about 300 s" forever)."""
+    slots = sum(slots for slots, engines in workers_connected().values_list("slots", "engines") if engine in engines)
+    if not slots:
+        return None
     ended = PlaySession.objects.filter(status=SessionStatus.ENDED).order_by("-last_active_at")[:20]
     average = ended.aggregate(average=Avg(F("last_active_at") - F("created_at")))["average"]
     per_session = average.total_seconds() if average else DEFAULT_SESSION_SECONDS
-    slots = sum(workers_connected().values_list("slots", flat=True)) or 1
     return int(place * per_session / slots)
 
 

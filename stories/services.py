@@ -43,6 +43,7 @@ from worlds.services import hook_outcome_record
 logger = logging.getLogger(__name__)
 
 SNAPSHOTS_KEPT = 3  # the newest is what a failover needs; two more in case the newest was cut short
+NO_WORKER_AVAILABLE = "no worker is available; you keep your place"
 
 
 # The channel layer frames travel on (pub/sub on Redis, see settings); everything else takes the default one.
@@ -123,8 +124,11 @@ def session_dispatch(*, session: PlaySession) -> WorkerNode | None:
     worker = worker_least_loaded(engine=session.engine)
     if worker is None:
         place = queue_place(session=session)
-        send_to_browsers(session.pk, {"type": "status", "state": "queued", "queue_place": place,
-                                      "estimated_wait_s": queue_estimated_wait_seconds(place=place)})  # fmt: skip
+        wait = queue_estimated_wait_seconds(place=place, engine=session.engine)
+        queued = {"type": "status", "state": "queued", "queue_place": place, "estimated_wait_s": wait}
+        if wait is None:
+            queued["reason"] = NO_WORKER_AVAILABLE
+        send_to_browsers(session.pk, queued)
         return None
     session.status, session.worker = SessionStatus.RUNNING, worker
     session.save(update_fields=["status", "worker"])

@@ -60,13 +60,16 @@ def celery_broker_health() -> dict[str, Any]:
 
 
 async def platform_health() -> dict[str, Any]:
+    """ "ok"; "failing" when a service fails; "degraded" when they all answer but no worker can take a session
+    (none connected, or none with a slot): sessions then queue with no end in sight. Both of the last are 503."""
     database = await sync_to_async(database_health)()
     layer = await channel_layer_health()
     broker = await sync_to_async(celery_broker_health)()
     workers = await sync_to_async(workers_summary)() if database["ok"] else {"connected": None}
     healthy = database["ok"] and layer["ok"] and broker["ok"]
+    workers_take_sessions = bool(workers["connected"]) and workers.get("slots", 0) > 0
     return {
-        "status": "ok" if healthy else "failing",
+        "status": "failing" if not healthy else "ok" if workers_take_sessions else "degraded",
         "mode": "embedded" if settings.EMBEDDED else "production",
         "database": database,
         "channel_layer": layer,

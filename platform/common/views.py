@@ -10,6 +10,7 @@ from common.selectors import platform_health
 
 @never_cache
 async def healthz(request: HttpRequest) -> JsonResponse:
-    """Database, channel layer, Celery broker and inference workers as JSON; 503 when a service fails."""
+    """Database, channel layer, Celery broker and inference workers as JSON; 503 when a service fails or no
+    worker can take a session (see platform_health)."""
     health = await platform_health()
     return JsonResponse(health, status=200 if health["status"] == "ok" else 503)

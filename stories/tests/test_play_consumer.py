@@ -352,6 +352,22 @@ async def test_a_malformed_browser_id_is_refused_at_the_handshake(running: Any, 
     assert not (await communicator.connect())[0]
 
 
+async def test_a_queued_player_with_no_worker_for_the_engine_is_told_so_instead_of_an_estimate() -> None:
+    session = await database_sync_to_async(PlaySessionFactory)(status="queued")
+    await database_sync_to_async(WorkerNode.objects.create)(
+        name="another-engine", token_hash=uuid.uuid4().hex, token_expires_at=timezone.now() + timedelta(days=1),
+        channel_name="nowhere", slots=4, engines=["neural"], last_heartbeat_at=timezone.now(),
+    )  # fmt: skip
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    assert (await communicator.receive_json_from())["type"] == "welcome"
+    queued = await communicator.receive_json_from(timeout=5)
+    assert queued == {"type": "status", "state": "queued", "queue_place": 1, "estimated_wait_s": None,
+                      "reason": "no worker is available; you keep your place"}  # fmt: skip
+    await communicator.disconnect()
+
+
 PARK_SECONDS = 1.0
 
 

@@ -12,6 +12,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_healthz_reports_every_service_as_json(client: Client) -> None:
+    worker, _ = worker_issue_token(name="gpu-box-1")
+    WorkerNode.objects.filter(pk=worker.pk).update(last_heartbeat_at=timezone.now(), engines=["raycaster"], slots=2)
     response = client.get("/healthz")
     assert response.status_code == 200
     health = response.json()
@@ -19,7 +21,17 @@ def test_healthz_reports_every_service_as_json(client: Client) -> None:
     assert health["database"]["ok"]
     assert health["channel_layer"]["ok"]
     assert health["celery_broker"]["ok"]
-    assert health["inference_workers"]["connected"] == 0
+    assert health["inference_workers"]["connected"] == 1
+
+
+def test_healthz_is_degraded_with_503_while_no_worker_can_take_a_session(client: Client) -> None:
+    response = client.get("/healthz")  # no worker connected at all
+    assert (response.status_code, response.json()["status"]) == (503, "degraded")
+    worker, _ = worker_issue_token(name="full-box")
+    WorkerNode.objects.filter(pk=worker.pk).update(last_heartbeat_at=timezone.now(), engines=["raycaster"], slots=0)
+    response = client.get("/healthz")  # connected, but it hosts nothing
+    assert (response.status_code, response.json()["status"]) == (503, "degraded")
+    assert response.json()["database"]["ok"]
 
 
 def test_healthz_counts_only_workers_that_heartbeat(client: Client) -> None:
