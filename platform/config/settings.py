@@ -210,8 +210,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "common.schema.ViewNamedAutoSchema",
     "EXCEPTION_HANDLER": "common.apis.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "common.apis.NewestFirstPagination",
-    # Ten token requests a minute per address; accounts.lockout limits guesses per account whatever the address.
-    "DEFAULT_THROTTLE_RATES": {"anon": "10/minute"},
+    # Per address: ten token requests a minute (accounts.lockout limits guesses per account whatever the address),
+    # and thirty searches with words a minute by people not signed in (the search page and the API together).
+    "DEFAULT_THROTTLE_RATES": {"anon": "10/minute", "anon_search": "30/minute"},
     # The address a throttle counts under: X-Forwarded-For's last entry (the one our proxy added) behind a
     # proxy, else the connection's own. Unset, DRF would take the whole header, which any client can write.
     "NUM_PROXIES": 1 if BEHIND_PROXY else 0,

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, serializers
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,6 +18,7 @@ from accounts.models import User
 from gallery import selectors, services
 from gallery.categories import Category
 from gallery.models import Listing
+from gallery.throttles import AnonymousSearchThrottle
 from gallery.views import url_or_none
 
 
@@ -45,6 +47,13 @@ class ListingCardSerializer(serializers.ModelSerializer):
         return reverse("gallery:world", args=[listing.slug])
 
 
+class SearchUnavailable(APIException):
+    """A search the database cancelled for running too long: the site is busy, not the request wrong."""
+
+    status_code = 503
+    default_code = "search_too_slow"
+
+
 class PageOutputSerializer(serializers.Serializer):
     results = ListingCardSerializer(many=True)
     next_cursor = serializers.CharField(allow_null=True)
@@ -54,9 +63,10 @@ class GalleryWorldListApi(APIView):
     """Listed worlds, by category, tags and sort, or ranked by search words; a cursor pages on (size 1 to 100)."""
 
     permission_classes = [permissions.AllowAny]
+    throttle_classes = [AnonymousSearchThrottle]
 
     class InputSerializer(serializers.Serializer):
-        q = serializers.CharField(max_length=200, required=False, allow_blank=True)
+        q = serializers.CharField(max_length=selectors.MAX_QUERY_LENGTH, required=False, allow_blank=True)
         category = serializers.ChoiceField(choices=Category.choices, required=False)
         tag = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=5)
         sort = serializers.ChoiceField(choices=[sort.value for sort in selectors.Sort], default="trending")
@@ -77,6 +87,8 @@ class GalleryWorldListApi(APIView):
                 page = selectors.listings_browse(sort=selectors.Sort(data["sort"]), **common)
         except selectors.BadCursor as error:
             raise serializers.ValidationError({"cursor": str(error)}) from None
+        except selectors.SearchTooSlow as error:
+            raise SearchUnavailable(f"{error}: try again in a moment, or with other words") from None
         return Response(PageOutputSerializer({"results": page.items, "next_cursor": page.next_cursor}).data)
 
 

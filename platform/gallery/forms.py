@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from gallery.categories import Category
-from gallery.selectors import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Sort
+from gallery.selectors import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_QUERY_LENGTH, Sort
 
 
 class BrowseForm(forms.Form):
@@ -13,7 +13,7 @@ class BrowseForm(forms.Form):
 
     sort = forms.ChoiceField(choices=[(sort.value, sort.value.title()) for sort in Sort], required=False)
     tag = forms.CharField(max_length=40, required=False)
-    q = forms.CharField(max_length=200, required=False, label="Search")
+    q = forms.CharField(max_length=MAX_QUERY_LENGTH, required=False, label="Search")
     category = forms.ChoiceField(choices=[("", "All categories"), *Category.choices], required=False)
     cursor = forms.CharField(max_length=400, required=False)
     size = forms.IntegerField(min_value=1, max_value=MAX_PAGE_SIZE, required=False)

@@ -27,6 +27,7 @@ from django.http import Http404
 
 from accounts.models import User
 from accounts.roles import MODERATE
+from common.database import StatementTimedOut, statement_timeout
 from gallery.models import Follow, Like, Listing, Profile
 from worlds.models import ContentRating, ReviewStatus, WorldVersion
 
@@ -34,6 +35,11 @@ MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 20
 HOME_ROW_SIZE = 8
 MAX_QUERY_TERMS = 8
+# Search words longer than this are refused at the edge (the page's form, the API's serializer), naming it.
+MAX_QUERY_LENGTH = 200
+# A search statement PostgreSQL has not finished by then is cancelled: a crowd of odd searches must not hold
+# the database (and /healthz behind it) for seconds each. Ranked searches normally take a few milliseconds.
+SEARCH_TIMEOUT_MILLISECONDS = 2000
 POPULAR_TAGS_SECONDS = 300
 # The SQLite fallback ranks like PostgreSQL's default weights for A, B, C and D (1, 0.4, 0.2, 0.1).
 FALLBACK_WEIGHTS = {"title": 10, "logline": 4, "search_text": 2, "description": 1}
@@ -50,6 +56,10 @@ SORT_FIELDS = {Sort.TRENDING: "trending_score", Sort.NEW: "listed_at", Sort.TOP:
 
 class BadCursor(ValueError):
     pass
+
+
+class SearchTooSlow(Exception):
+    """The search ran past SEARCH_TIMEOUT_MILLISECONDS and was cancelled."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +166,11 @@ def listings_search(
             for name, weight in FALLBACK_WEIGHTS.items()
         ]
         ranked = listings.annotate(rank=reduce(add, scores, Value(0.0, output_field=FloatField())))
-    return keyset_page(ranked, field="rank", cursor=cursor, size=size)
+    try:
+        with statement_timeout(milliseconds=SEARCH_TIMEOUT_MILLISECONDS):
+            return keyset_page(ranked, field="rank", cursor=cursor, size=size)
+    except StatementTimedOut as error:
+        raise SearchTooSlow(f"the search took over {SEARCH_TIMEOUT_MILLISECONDS // 1000} s and was stopped") from error
 
 
 def home_rows(*, user: User | AnonymousUser) -> dict[str, list[Listing]]:

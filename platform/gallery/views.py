@@ -16,6 +16,7 @@ from common.images import image_response
 from gallery import selectors, services
 from gallery.categories import CATEGORY_BLURBS, Category
 from gallery.forms import BrowseForm, ContentSettingsForm
+from gallery.throttles import search_wait_seconds
 from moderation.forms import ReportForm
 from moderation.services import report_file
 from stories.selectors import live_session_now
@@ -31,10 +32,15 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
     """A list of listings from the query string: a search when it has words, else a sorted browse."""
     form = BrowseForm(request.GET)
     if not form.is_valid():
-        raise Http404("No such page of the gallery")
+        errors = [f"{form.fields[name].label or name.title()}: {' '.join(said)}" for name, said in form.errors.items()]
+        return refused(request, template, extra, form, errors, status=400)
     values = form.values(request.GET.getlist("tag"))
     query = form.cleaned_data["q"].strip()
     chosen_category = category or form.cleaned_data["category"] or None
+    wait = search_wait_seconds(request) if query else None
+    if wait is not None:
+        message = f"Too many searches from your address: try again in {wait} seconds, or sign in to search freely."
+        return refused(request, template, extra, form, [message], status=429, headers={"Retry-After": str(wait)})
     try:
         if query:
             page = selectors.listings_search(
@@ -45,6 +51,8 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
             page = selectors.listings_browse(user=request.user, category=chosen_category, **values)
     except selectors.BadCursor:
         raise Http404("No such page of the gallery") from None
+    except selectors.SearchTooSlow as error:
+        return refused(request, template, extra, form, [f"Not searched: {error}. Try again in a moment."], status=503)
     next_query = request.GET.copy()
     next_query["cursor"] = page.next_cursor or ""
     context = {
@@ -53,6 +61,27 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
         "popular_tags": selectors.tags_popular(user=request.user, category=chosen_category),
     }  # fmt: skip
     return render(request, template, context | extra)
+
+
+def refused(
+    request: HttpRequest,
+    template: str,
+    extra: dict[str, object],
+    form: BrowseForm,
+    errors: list[str],
+    *,
+    status: int,
+    headers: dict[str, str] | None = None,
+) -> HttpResponse:
+    """The list page with no results and each reason shown as a message (the page shows messages)."""
+    for error in errors:
+        messages.error(request, error)
+    context = {"page": selectors.Page(items=[], next_cursor=None), "form": form, "query": "", "tags": [],
+               "sort": "", "next_query": "", "popular_tags": []}  # fmt: skip
+    response = render(request, template, context | extra, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
 
 
 def category_page(request: HttpRequest, category: str) -> HttpResponse:

@@ -6,11 +6,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 
 from accounts.models import User
 from accounts.tests.factories import ModeratorFactory
 from config.celery import app
 from gallery.models import Listing
+from gallery.throttles import AnonymousSearchThrottle
 from moderation.services import version_approve
 from worlds.models import World, WorldVersion
 from worlds.services import world_publish, world_tags_set
@@ -24,6 +26,16 @@ def tasks_run_inline() -> Iterator[None]:
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = saved
+
+
+@pytest.fixture(autouse=True)
+def search_throttle_forgotten() -> Iterator[None]:
+    """Anonymous searches are throttled per address in the cache, which outlives a test: these tests search as
+    127.0.0.1 many times a minute."""
+    key = f"throttle_{AnonymousSearchThrottle.scope}_127.0.0.1"
+    cache.delete(key)
+    yield
+    cache.delete(key)
 
 
 @pytest.fixture
