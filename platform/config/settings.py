@@ -177,8 +177,12 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
-ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]
-ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
+# Signing up ends at "we sent you an e-mail" whether or not the address already has an account (its owner is
+# mailed that someone tried): the password reset form already hides which addresses exist, and sign-up said it
+# outright. allauth can hide it only when every address is verified before its first log-in.
+ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = True
 ACCOUNT_ADAPTER = "accounts.adapters.WorldloomAccountAdapter"
 # After 5 failed sign-ins to one account in 5 minutes, by any way in, even the right password is refused until

@@ -4,6 +4,7 @@ import time
 from typing import Any
 
 import factory
+from allauth.account.models import EmailAddress
 from allauth.mfa import app_settings as mfa_settings
 from allauth.mfa.totp.internal.auth import TOTP, format_hotp_value, hotp_value
 
@@ -15,7 +16,7 @@ TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
 
 
 class UserFactory(factory.django.DjangoModelFactory):
-    """A person who signed up: a player and a creator."""
+    """A person who signed up and confirmed their e-mail address: a player and a creator."""
 
     class Meta:
         model = User
@@ -30,6 +31,8 @@ class UserFactory(factory.django.DjangoModelFactory):
         if create:
             user.save()
             user_roles_on_sign_up(user=user)
+            if user.email:
+                EmailAddress.objects.create(user=user, email=user.email, primary=True, verified=True)
 
 
 class ModeratorFactory(UserFactory):
