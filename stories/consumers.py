@@ -14,7 +14,6 @@ second were all logged over seven. At most `INPUTS_WAITING` wait; more are refus
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -108,10 +107,8 @@ class PlayConsumer(DatabaseCallConsumer):
         self.frames_reader = asyncio.create_task(self.frames_read())
         self.presence_keeper = asyncio.create_task(self.presence_keep())
         await self.accept()
-        await self.send_json(
-            {"type": "welcome", "protocol": protocol.PROTOCOL_VERSION, "session": str(self.session.pk),
-             "role": role, "status": self.session.status}
-        )  # fmt: skip
+        await self.send_message(protocol.Welcome(protocol=protocol.PROTOCOL_VERSION, session=str(self.session.pk),
+                                                 role=role, status=self.session.status))  # fmt: skip
         await database_call(services.session_seen)(session_id=self.session.pk)
         if self.session.status != SessionStatus.ENDED:
             await database_call(services.session_resume)(session=self.session)
@@ -134,25 +131,23 @@ class PlayConsumer(DatabaseCallConsumer):
         try:
             message = protocol.parse(text_data, size)
         except protocol.PlayProtocolError as error:
-            await self.send_json({"type": "error", "error": str(error)})
+            await self.send_message(protocol.Error(error=str(error)))
             return
         if isinstance(message, protocol.Ack):
             await self.frames_acknowledged(message.frame)
             return
         if self.role != "player":
-            await self.send_json({"type": "error", "error": "spectators watch; only players send inputs",
-                                  "seq": message.client_sequence})  # fmt: skip
+            spectating = "spectators watch; only players send inputs"
+            await self.send_message(protocol.Error(error=spectating, seq=message.client_sequence))
             return
         if not self.inputs.take():
-            await self.send_json(
-                {"type": "error", "error": "too many inputs; slow down", "seq": message.client_sequence}
-            )
+            await self.send_message(protocol.Error(error="too many inputs; slow down", seq=message.client_sequence))
             return
         try:
             self.inputs_waiting.put_nowait(message)
         except asyncio.QueueFull:
-            await self.send_json({"type": "error", "seq": message.client_sequence,
-                                  "error": "too many inputs waiting to be logged; slow down"})  # fmt: skip
+            waiting = "too many inputs waiting to be logged; slow down"
+            await self.send_message(protocol.Error(error=waiting, seq=message.client_sequence))
 
     async def presence_keep(self) -> None:
         """Say every few seconds that this browser still watches; a daphne that dies stops saying it."""
@@ -171,8 +166,8 @@ class PlayConsumer(DatabaseCallConsumer):
                 await self.input_log(message)
             except Exception:  # one input's failure must not stop the inputs behind it
                 logger.exception("could not log input %s of session %s", message.client_sequence, self.session)
-                await self.send_json({"type": "error", "seq": message.client_sequence,
-                                      "error": "this input could not be logged; it was not kept"})  # fmt: skip
+                failed = "this input could not be logged; it was not kept"
+                await self.send_message(protocol.Error(error=failed, seq=message.client_sequence))
 
     async def input_log(self, message: protocol.Input) -> None:
         try:
@@ -183,7 +178,7 @@ class PlayConsumer(DatabaseCallConsumer):
                 else None
             )
             if refusal is not None:
-                await self.send_json({"type": "error", "error": refusal, "seq": message.client_sequence})
+                await self.send_message(protocol.Error(error=refusal, seq=message.client_sequence))
                 return
             event, new = await database_call(services.session_input_append)(
                 session=self.session, player=self.scope["user"], browser=self.browser,
@@ -192,13 +187,13 @@ class PlayConsumer(DatabaseCallConsumer):
         except DatabaseError:
             # Nothing was logged (the transaction rolled back): say so, and the page sends it again later.
             unavailable = "the database is unavailable; this input was not kept, try again shortly"
-            await self.send_json({"type": "error", "seq": message.client_sequence, "error": unavailable})
+            await self.send_message(protocol.Error(error=unavailable, seq=message.client_sequence))
             return
         except services.WorkerBusy as busy:
-            await self.send_json({"type": "error", "seq": message.client_sequence, "error": str(busy)})
+            await self.send_message(protocol.Error(error=str(busy), seq=message.client_sequence))
             return
-        await self.send_json({"type": "accepted", "seq": message.client_sequence, "sequence": event.sequence,
-                              "duplicate": not new})  # fmt: skip
+        await self.send_message(protocol.Accepted(seq=message.client_sequence, sequence=event.sequence,
+                                                  duplicate=not new))  # fmt: skip
 
     async def frames_read(self) -> None:
         """Frames arrive on a channel layer of their own (services.FRAMES_LAYER), read here beside the consumer's
@@ -228,18 +223,27 @@ class PlayConsumer(DatabaseCallConsumer):
         await self.send(bytes_data=data)
 
     async def session_message(self, event: dict[str, Any]) -> None:
-        """Narration, choices, status: relayed as they are."""
-        await self.send_json(event["message"])
+        """Narration, choices, status (stories.services.send_to_browsers, or a worker's, translated by
+        stories.protocol.from_worker): checked against the protocol once more, as the browser will read it."""
+        await self.relay(event["message"])
 
     async def session_creator_message(self, event: dict[str, Any]) -> None:
         """What only the world's creator sees (the prompt a reply was written from, for their debug panel)."""
         if self.is_creator:
-            await self.send_json(event["message"])
+            await self.relay(event["message"])
+
+    async def relay(self, data: dict[str, Any]) -> None:
+        try:
+            message = protocol.browser_message(data)
+        except protocol.PlayProtocolError:
+            logger.exception("dropped a message for the browsers of session %s", self.session)
+            return
+        await self.send_message(message)
 
     async def user_sockets_close(self, event: dict[str, Any]) -> None:
         """The player signed out, changed their password or was suspended (accounts.services.user_sockets_close)."""
-        await self.send_json({"type": "error", "error": event["reason"]})
+        await self.send_message(protocol.Error(error=event["reason"]))
         await self.close(code=protocol.CLOSE_SIGNED_OUT)
 
-    async def send_json(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(message, separators=(",", ":")))
+    async def send_message(self, message: protocol.BrowserMessage) -> None:
+        await self.send(text_data=message.encode())

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 from urllib.parse import parse_qs
 
 PROTOCOL_VERSION = 1
@@ -121,3 +122,172 @@ def words(message: dict[str, Any], field: str, longest: int) -> str:
 def unprintable(character: str) -> bool:
     code = ord(character)
     return (code < 32 and character not in "\t\n") or 0xD800 <= code <= 0xDFFF
+
+
+# Platform → browser: every JSON message a browser receives is one of these, built here and checked as it is
+# built (PROTOCOL.md's table is tested against them). A field left None is not sent; that is what makes a
+# field optional in the table.
+
+
+class BrowserMessage:
+    """A JSON message to a browser; `type` names it on the wire."""
+
+    type: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        for field in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            annotation = BROWSER_FIELD_TYPES[type(self)][field.name]
+            if not conforms(value, annotation):
+                raise PlayProtocolError(f"{self.type}: '{field.name}' may not be {value!r}")
+
+    def as_builtins(self) -> dict[str, Any]:
+        """As a channel layer carries it, and as the browser reads it."""
+        return {"type": self.type} | {
+            field.name: getattr(self, field.name)
+            for field in fields(self)  # type: ignore[arg-type]
+            if getattr(self, field.name) is not None
+        }
+
+    def encode(self) -> str:
+        return json.dumps(self.as_builtins(), separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Welcome(BrowserMessage):
+    type: ClassVar[str] = "welcome"
+    protocol: int
+    session: str
+    role: Literal["player", "spectator"]
+    status: Literal["queued", "running", "parked", "ended"]
+
+
+@dataclass(frozen=True)
+class Accepted(BrowserMessage):
+    type: ClassVar[str] = "accepted"
+    seq: int
+    sequence: int
+    duplicate: bool
+
+
+@dataclass(frozen=True)
+class Status(BrowserMessage):
+    type: ClassVar[str] = "status"
+    state: Literal["queued", "running", "reconnecting", "ended"]
+    queue_place: int | None = None
+    estimated_wait_s: int | None = None
+    worker: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Narration(BrowserMessage):
+    type: ClassVar[str] = "narration"
+    text: str
+
+
+@dataclass(frozen=True)
+class Choices(BrowserMessage):
+    type: ClassVar[str] = "choices"
+    beat: str
+    choices: list[str]
+    ended: bool
+
+
+@dataclass(frozen=True)
+class Votes(BrowserMessage):
+    type: ClassVar[str] = "votes"
+    tally: list[int]
+    closes_at_tick: int
+
+
+@dataclass(frozen=True)
+class CharacterLine(BrowserMessage):
+    type: ClassVar[str] = "character_line"
+    character: str
+    text: str
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class DebugPrompt(BrowserMessage):
+    type: ClassVar[str] = "debug_prompt"
+    character: str | None
+    sections: dict[str, Any]
+    messages: list[Any]
+
+
+@dataclass(frozen=True)
+class Error(BrowserMessage):
+    type: ClassVar[str] = "error"
+    error: str
+    seq: int | None = None
+    sequence: int | None = None
+
+
+BROWSER_MESSAGES: dict[str, type[BrowserMessage]] = {
+    message.type: message
+    for message in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, DebugPrompt, Error)
+}
+BROWSER_FIELD_TYPES = {message: get_type_hints(message) for message in BROWSER_MESSAGES.values()}
+
+
+def conforms(value: Any, annotation: Any) -> bool:
+    """Whether `value` is of the (JSON-shaped) type `annotation`: int, str, bool, Any, Literal, X | None,
+    list[X] and dict[str, X]."""
+    origin, arguments = get_origin(annotation), get_args(annotation)
+    if annotation is Any:
+        return True
+    if origin is Literal:
+        return value in arguments
+    if origin in (UnionType, Union):
+        return any(conforms(value, argument) for argument in arguments)
+    if origin is list:
+        return isinstance(value, list) and all(conforms(item, arguments[0]) for item in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(key, str) for key in value)
+    if annotation is type(None):
+        return value is None
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, annotation)
+
+
+def browser_message(data: dict[str, Any]) -> BrowserMessage:
+    """A message for a browser from its builtins (as a channel layer carried it), checked; PlayProtocolError when
+    it is not one the protocol defines."""
+    name = data.get("type")
+    kind = BROWSER_MESSAGES.get(name) if isinstance(name, str) else None
+    if kind is None:
+        raise PlayProtocolError(f"no browser message is called {data.get('type')!r}")
+    known = {field.name for field in fields(kind)}  # type: ignore[arg-type]
+    unknown = set(data) - known - {"type"}
+    if unknown:
+        raise PlayProtocolError(f"{kind.type} has no field {', '.join(sorted(unknown))}")
+    try:
+        return kind(**{name: value for name, value in data.items() if name != "type"})
+    except TypeError as error:  # a required field missing
+        raise PlayProtocolError(f"{kind.type}: {error}") from None
+
+
+def from_worker(message: dict[str, Any], *, worker: str) -> BrowserMessage:
+    """What a worker's session message (inference/protocol.py) becomes for the session's browsers: its own
+    fields are translated, never passed through, so a browser sees only what PROTOCOL.md names."""
+    kind = message.get("type")
+    try:
+        if kind == "session.opened":
+            return Status(state="running", worker=worker)
+        if kind == "session.narration":
+            return Narration(text=message["text"])
+        if kind == "session.choices":
+            return Choices(beat=message["beat"], choices=message["choices"], ended=message["ended"])
+        if kind == "session.votes":
+            return Votes(tally=message["tally"], closes_at_tick=message["closes_at_tick"])
+        if kind == "session.character_line":
+            return CharacterLine(character=message["character"], text=message["text"],
+                                 final=message.get("final", False))  # fmt: skip
+        if kind == "session.error":
+            return Error(error=message["error"], sequence=message.get("sequence"))
+    except KeyError as missing:
+        raise PlayProtocolError(f"{kind} needs its {missing}") from None
+    raise PlayProtocolError(f"{kind!r} is not for browsers")

@@ -25,6 +25,7 @@ from accounts.models import User
 from gallery.services import world_play_record
 from inference.play.host import CONVERSATION
 from memories.services import exchange_record
+from stories import protocol
 from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
 from stories.selectors import (
     SNAPSHOTS_NEWEST_FIRST,
@@ -70,10 +71,11 @@ def send_to_worker(channel_name: str, message: dict[str, Any], *, required: bool
     transaction.on_commit(send)
 
 
-def send_to_browsers(session_id: Any, message: dict[str, Any]) -> None:
+def send_to_browsers(session_id: Any, message: protocol.BrowserMessage) -> None:
+    carried = message.as_builtins()
     transaction.on_commit(
         lambda: async_to_sync(get_channel_layer().group_send)(
-            session_group(session_id), {"type": "session.message", "message": message}
+            session_group(session_id), {"type": "session.message", "message": carried}
         )
     )
 
@@ -125,15 +127,13 @@ def session_dispatch(*, session: PlaySession) -> WorkerNode | None:
     if worker is None:
         place = queue_place(session=session)
         wait = queue_estimated_wait_seconds(place=place, engine=session.engine)
-        queued = {"type": "status", "state": "queued", "queue_place": place, "estimated_wait_s": wait}
-        if wait is None:
-            queued["reason"] = NO_WORKER_AVAILABLE
-        send_to_browsers(session.pk, queued)
+        send_to_browsers(session.pk, protocol.Status(state="queued", queue_place=place, estimated_wait_s=wait,
+                                                     reason=NO_WORKER_AVAILABLE if wait is None else None))  # fmt: skip
         return None
     session.status, session.worker = SessionStatus.RUNNING, worker
     session.save(update_fields=["status", "worker"])
     send_to_worker(worker.channel_name, session_open_message(session=session))
-    send_to_browsers(session.pk, {"type": "status", "state": "running", "worker": worker.name})
+    send_to_browsers(session.pk, protocol.Status(state="running", worker=worker.name))
     return worker
 
 
@@ -295,7 +295,7 @@ def worker_sessions_reassign(*, worker: WorkerNode) -> list[PlaySession]:
         session.status, session.worker = SessionStatus.QUEUED, None
         session.last_frame = last_frame_seen(session=session)
         session.save(update_fields=["status", "worker", "last_frame"])
-        send_to_browsers(session.pk, {"type": "status", "state": "reconnecting"})
+        send_to_browsers(session.pk, protocol.Status(state="reconnecting"))
     for session in sorted(sessions, key=lambda session: session.queued_at):
         session_dispatch(session=session)
     return sessions
@@ -391,7 +391,7 @@ def session_end(*, session: PlaySession, reason: str) -> None:
     PlaySession.objects.filter(pk=session.pk).update(status=SessionStatus.ENDED, worker=None, ended_reason=reason)
     if worker is not None:
         send_to_worker(worker.channel_name, {"type": "session.close", "session": str(session.pk)})
-    send_to_browsers(session.pk, {"type": "status", "state": "ended", "reason": reason})
+    send_to_browsers(session.pk, protocol.Status(state="ended", reason=reason))
     transaction.on_commit(sessions_dispatch_queued)
 
 

@@ -20,6 +20,7 @@ from common.concurrency import DatabaseCallConsumer, database_call
 from inference import protocol
 from inference.language.embedding import EMBEDDING_DIMENSIONS
 from moderation.services import generated_output_blocked_record
+from stories import protocol as browser_protocol
 from stories import services as play
 from stories.models import PlaySession
 from stories.selectors import character_recall, last_frame_key
@@ -208,12 +209,12 @@ class WorkerConsumer(DatabaseCallConsumer):
                 sequence=int(message["sequence"]), engine_state=engine_state, narrative=message.get("narrative", {}),
             )  # fmt: skip
         else:
-            relayed = {key: value for key, value in message.items() if key != "session"}
-            relayed["type"] = "status" if kind == "session.opened" else kind.removeprefix("session.")
-            if kind == "session.opened":
-                relayed["state"] = "running"
+            try:  # translated to the browser protocol (stories/PROTOCOL.md), never passed through
+                relayed = browser_protocol.from_worker(message, worker=self.worker.name)
+            except browser_protocol.PlayProtocolError as error:
+                raise protocol.ProtocolError(str(error)) from None
             await self.channel_layer.group_send(
-                play.session_group(session), {"type": "session.message", "message": relayed}
+                play.session_group(session), {"type": "session.message", "message": relayed.as_builtins()}
             )
 
     async def session_recall(self, session: str, message: dict[str, Any]) -> None:
@@ -256,10 +257,14 @@ class WorkerConsumer(DatabaseCallConsumer):
         await database_call(blocked_record)(session, message)
 
     async def session_debug_prompt(self, session: str, message: dict[str, Any]) -> None:
-        relayed = {"type": "debug_prompt", "character": message.get("character"),
-                   "sections": message.get("sections", {}), "messages": message.get("messages", [])}  # fmt: skip
+        try:
+            relayed = browser_protocol.DebugPrompt(character=message.get("character"),
+                                                   sections=message.get("sections", {}),
+                                                   messages=message.get("messages", []))  # fmt: skip
+        except browser_protocol.PlayProtocolError as error:
+            raise protocol.ProtocolError(str(error)) from None
         await self.channel_layer.group_send(
-            play.session_group(session), {"type": "session.creator_message", "message": relayed}
+            play.session_group(session), {"type": "session.creator_message", "message": relayed.as_builtins()}
         )
 
     narrative_handlers = {

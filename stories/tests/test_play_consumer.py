@@ -26,6 +26,7 @@ from accounts.services import user_sockets_close
 from accounts.tests.factories import ModeratorFactory, UserFactory
 from config.routing import application
 from moderation.services import user_suspend
+from stories import protocol
 from stories.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
 from stories.models import PlaySession, SessionEvent
 from stories.protocol import CLOSE_SIGNED_OUT
@@ -42,6 +43,20 @@ pytestmark = [
 
 
 OPENED: list[WebsocketCommunicator] = []
+
+
+@pytest.fixture(autouse=True)
+def every_message_to_a_browser_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every JSON message a test here receives must be one PROTOCOL.md defines (stories.protocol's types)."""
+    receive_from = WebsocketCommunicator.receive_from
+
+    async def checked(communicator: WebsocketCommunicator, timeout: float = 1) -> Any:  # noqa: ASYNC109 - its signature
+        message = await receive_from(communicator, timeout)
+        if isinstance(message, str):
+            assert protocol.browser_message(json.loads(message)).as_builtins() == json.loads(message)
+        return message
+
+    monkeypatch.setattr(WebsocketCommunicator, "receive_from", checked)
 
 
 @pytest_asyncio.fixture(autouse=True)
@@ -363,7 +378,7 @@ async def test_a_queued_player_with_no_worker_for_the_engine_is_told_so_instead_
     await communicator.connect()
     assert (await communicator.receive_json_from())["type"] == "welcome"
     queued = await communicator.receive_json_from(timeout=5)
-    assert queued == {"type": "status", "state": "queued", "queue_place": 1, "estimated_wait_s": None,
+    assert queued == {"type": "status", "state": "queued", "queue_place": 1,
                       "reason": "no worker is available; you keep your place"}  # fmt: skip
     await communicator.disconnect()
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import MISSING, fields
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -78,3 +81,58 @@ def test_a_seq_past_the_logs_column_is_refused_at_the_edge() -> None:
     for sequence in (2**31, 2**32 - 1, 2**40):
         assert parsed_or_refused(json.dumps({"type": "pause", "seq": sequence})) is None
     assert parsed_or_refused(json.dumps({"type": "pause", "seq": 2**31 - 1})) is not None
+
+
+def documented_browser_messages() -> dict[str, tuple[set[str], set[str]]]:
+    """PROTOCOL.md's table of platform → browser messages: type -> (required fields, optional fields)."""
+    document = (Path(protocol.__file__).parent / "PROTOCOL.md").read_text()
+    table = document[document.index("- **JSON messages**") :].split("\n\n")[1]
+    documented = {}
+    for row in table.splitlines()[2:]:
+        kind, field_list = (cell.strip() for cell in row.strip("|").split("|")[:2])
+        required, _, optional = field_list.partition("optional")
+        documented[kind.strip("`")] = (set(re.findall(r"`(\w+)`", required)), set(re.findall(r"`(\w+)`", optional)))
+    return documented
+
+
+def test_protocol_md_names_every_browser_message_with_its_fields_as_defined() -> None:
+    defined = {
+        kind: (
+            {field.name for field in fields(message) if field.default is MISSING},
+            {field.name for field in fields(message) if field.default is not MISSING},
+        )
+        for kind, message in protocol.BROWSER_MESSAGES.items()
+    }
+    assert documented_browser_messages() == defined
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=st.dictionaries(st.sampled_from(["type", "state", "text", "seq", "worker", "tick", "final"]), ANY_VALUE)
+       | st.builds(lambda kind, rest: {"type": kind, **rest}, st.sampled_from(sorted(protocol.BROWSER_MESSAGES)),
+                   st.dictionaries(st.sampled_from(["state", "text", "seq", "worker", "tick", "final", "error"]),
+                                   ANY_VALUE)))  # fmt: skip
+def test_a_message_for_browsers_is_one_the_protocol_defines_or_refused(message: dict[str, Any]) -> None:
+    try:
+        checked = protocol.browser_message(message)
+    except protocol.PlayProtocolError:
+        return
+    assert checked.as_builtins() == {key: value for key, value in message.items() if value is not None}
+
+
+WORKER_MESSAGES = [
+    {"type": "session.opened", "session": "s", "tick": 12},
+    {"type": "session.narration", "session": "s", "text": "A hall with two doors."},
+    {"type": "session.choices", "session": "s", "beat": "hall", "choices": ["left", "right"], "ended": False},
+    {"type": "session.votes", "session": "s", "tally": [1, 0], "closes_at_tick": 200},
+    {"type": "session.character_line", "session": "s", "character": "Mara", "text": "Hello.", "final": False},
+    {"type": "session.character_line", "session": "s", "character": "Mara", "text": "", "final": True},
+    {"type": "session.error", "session": "s", "sequence": 4, "error": "there is no choice 7"},
+]
+
+
+def test_what_a_worker_sends_for_browsers_is_translated_to_the_documented_messages() -> None:
+    relayed = [protocol.from_worker(message, worker="gpu-1").as_builtins() for message in WORKER_MESSAGES]
+    assert relayed[0] == {"type": "status", "state": "running", "worker": "gpu-1"}  # no undocumented tick
+    assert relayed[-1] == {"type": "error", "error": "there is no choice 7", "sequence": 4}
+    for message in relayed:
+        assert protocol.browser_message(message).as_builtins() == message

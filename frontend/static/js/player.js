@@ -100,7 +100,7 @@
         queueText = "";
         if (message.state === "queued") {
           // No estimate while no worker runs this world's engine: the platform says so instead of guessing.
-          const wait = message.estimated_wait_s === null ? message.reason : `about ${message.estimated_wait_s} s`;
+          const wait = message.estimated_wait_s === undefined ? message.reason : `about ${message.estimated_wait_s} s`;
           queueText = `place ${message.queue_place} in the queue, ${wait}`;
         }
         if (message.state === "ended") say(`The session ended: ${message.reason}`);
