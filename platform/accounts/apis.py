@@ -19,7 +19,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
-from accounts.lockout import sign_in_locked
+from accounts.lockout import sign_in_failure_record, sign_in_locked
 from accounts.selectors import user_roles
 
 
@@ -60,6 +60,8 @@ class TokenWithCodeSerializer(AuthTokenSerializer):
         attrs = super().validate(attrs)
         authenticator = Authenticator.objects.filter(user=attrs["user"], type=Authenticator.Type.TOTP).first()
         if authenticator is not None and not TOTP(authenticator).validate_code(attrs.get("code", "")):
+            # A guessed code counts as a guessed password does: the lock-out bounds both.
+            sign_in_failure_record(login=attrs["username"])
             raise serializers.ValidationError(
                 "this account uses an authenticator app: send its current code as 'code'", code="authorization"
             )

@@ -98,6 +98,14 @@ def _give_back(keys: tuple[str, ...]) -> None:
             pass
 
 
+def sign_in_failure_record(*, login: str) -> None:
+    """Count a failure the password check did not see (a wrong authenticator code after the right password)."""
+    try:
+        sign_in_attempt_begin(login=login)
+    except SignInLocked:
+        pass  # already locked: nothing more to count
+
+
 def sign_in_attempt_succeeded(*, attempt: SignInAttempt) -> None:
     """The password was right: the attempt was no failure, so it is given back."""
     _give_back(attempt.keys)

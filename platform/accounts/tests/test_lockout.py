@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import User
-from accounts.tests.factories import PASSWORD, UserFactory
+from accounts.tests.factories import PASSWORD, ModeratorFactory, UserFactory, totp_code
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -99,6 +99,14 @@ def test_each_way_in_says_the_account_is_locked_rather_than_that_the_password_is
     assert "Too many failed login attempts. Try again later." in page.content.decode()
     admin = Client().post(reverse("admin:login"), {"username": person.username, "password": PASSWORD})
     assert "too many failed sign-ins to this account" in admin.content.decode()
+
+
+def test_wrong_authenticator_codes_for_a_token_count_as_failures() -> None:
+    moderator = ModeratorFactory()
+    asked = {"username": moderator.username, "password": PASSWORD}
+    for attempt in range(5):
+        assert Client().post(reverse("api-token"), asked | {"code": f"{attempt:06d}"}).status_code == 400
+    assert Client().post(reverse("api-token"), asked | {"code": totp_code()}).status_code == 429
 
 
 def test_an_unknown_name_locks_as_a_known_one_does() -> None:
