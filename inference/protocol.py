@@ -138,6 +138,14 @@ def error_message(*, error: str, received_type: str | None = None) -> dict[str, 
     return message
 
 
+def session_error_message(*, session: str | None, error: str, sequence: int | None = None) -> dict[str, Any]:
+    """A session's error, relayed to its browsers (with the input's `sequence` when an input caused it)."""
+    message: dict[str, Any] = {"type": "session.error", "session": session, "error": error}
+    if sequence is not None:
+        message["sequence"] = sequence
+    return message
+
+
 def parse_hello(message: dict[str, Any]) -> WorkerHello:
     if message.get("protocol") != PROTOCOL_VERSION:
         raise ProtocolError(

@@ -15,12 +15,14 @@ same choices and the same branch at the same tick without asking the model again
 from __future__ import annotations
 
 import base64
+import logging
 import time
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from inference import protocol
 from inference.engine import Frame, StepRequest, WorldEngine
 from inference.language.embedding import Embedder
 from inference.narrative.setting import HookRule, Setting
@@ -28,6 +30,8 @@ from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.prompts import events_from_prompt
 from inference.play.story import StoryGraph, StoryState
 from inference.world.state import action_from_keys
+
+logger = logging.getLogger(__name__)
 
 Message = dict[str, Any]
 MOVEMENT_KEYS = {"KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight"}
@@ -65,6 +69,15 @@ class HostConfig:
     # messages to every browser. One that brought no reopen (its reply was dropped too) is asked again.
     missing_wait_ticks: int = 2
     missing_ask_again_ticks: int = 20
+    # A reopen replays from a snapshot taken every few seconds, so a few dozen ticks: five minutes of ticks is a
+    # log that cannot be right (a tick the engine never reached), and ten seconds of replay on one thread would
+    # hold up every other session of the worker. A replay past either fails its own session only.
+    replay_max_ticks: int = 6000
+    replay_max_seconds: float = 10.0
+
+
+class ReplayOverrun(Exception):
+    """A reopen's replay would run past its budget of ticks or seconds; its session cannot open from this log."""
 
 
 @dataclass
@@ -166,7 +179,14 @@ class SessionHost:
             if not story:
                 beginning = self.beat_entered(hosted)  # the start beat's hooks fire before any input
         self.sessions[session_id] = hosted
-        self.replay(hosted, message.get("replay", []), message.get("target_tick"))
+        try:
+            self.replay(hosted, message.get("replay", []), message.get("target_tick"))
+        except ReplayOverrun as overrun:
+            logger.warning("session %s could not reopen: %s", session_id, overrun)
+            self.close(session_id)
+            return [protocol.session_error_message(
+                session=session_id, error=f"this session could not be restored ({overrun}); open it again to retry",
+            )]  # fmt: skip
         # What the replay produced was seen before, and its narrative work was done before.
         hosted.outbox.clear()
         self.jobs = [job for job in self.jobs if job.session != session_id]
@@ -181,13 +201,28 @@ class SessionHost:
         return outgoing
 
     def replay(self, hosted: HostedSession, logged: list[Message], target_tick: int | None) -> None:
-        """Step from the snapshot's tick to `target_tick`, applying each logged input at its tick."""
+        """Step from the snapshot's tick to `target_tick`, applying each logged input at its tick.
+
+        Every step moves the tick by one (a session without an engine too), so the replay takes exactly
+        `last - tick` steps; more than HostConfig.replay_max_ticks, or longer than replay_max_seconds, is a
+        ReplayOverrun.
+        """
         by_tick: dict[int, list[Message]] = defaultdict(list)
         for entry in sorted(logged, key=lambda entry: entry["sequence"]):
             if entry["sequence"] > hosted.applied_sequence:
                 by_tick[entry["tick"]].append(entry)
         last = max([target_tick or hosted.tick, *by_tick]) if by_tick else (target_tick or hosted.tick)
+        if last - hosted.tick > self.config.replay_max_ticks:
+            raise ReplayOverrun(
+                f"the log reaches tick {last}, {last - hosted.tick} ticks past the snapshot; a replay takes at most "
+                f"{self.config.replay_max_ticks} ticks"
+            )
+        deadline = time.monotonic() + self.config.replay_max_seconds
         while hosted.tick < last:
+            if time.monotonic() >= deadline:
+                raise ReplayOverrun(
+                    f"replaying to tick {last} took over {self.config.replay_max_seconds:g} s (at tick {hosted.tick})"
+                )
             for entry in by_tick.get(hosted.tick + 1, []):
                 self.apply_logged(hosted, entry)
             self.step_sessions([hosted])
@@ -294,7 +329,7 @@ class SessionHost:
             else:
                 raise ValueError(f"this worker cannot handle {kind!r} inputs")
         except ValueError as error:
-            outgoing = [{"type": "session.error", "session": session_id, "sequence": sequence, "error": str(error)}]
+            outgoing = [protocol.session_error_message(session=session_id, error=str(error), sequence=sequence)]
         hosted.pending_events += events
         hosted.applied_sequence = sequence
         applied = {"type": "session.applied", "session": session_id, "sequence": sequence, "tick": hosted.tick + 1,
@@ -487,7 +522,7 @@ class SessionHost:
         assert hosted.story is not None and hosted.story_state is not None
         options = hosted.story.choices(hosted.story_state)
         if not 0 <= given["index"] < len(options):
-            return [{"type": "session.error", "session": hosted.id, "error": f"there is no choice {given['index']}"}]
+            return [protocol.session_error_message(session=hosted.id, error=f"there is no choice {given['index']}")]
         hosted.votes[given.get("participant", "owner")] = given["index"]
         if hosted.vote_closes_at is None:
             hosted.vote_closes_at = hosted.tick + 1 + self.config.vote_window_ticks
@@ -540,9 +575,23 @@ class SessionHost:
         that closed, then snapshots, then a session.missing for early inputs that still wait (see HostConfig).
         """
         running = [hosted for hosted in self.sessions.values() if not hosted.paused]
-        frames = [(frame, self.sessions[frame.session].applied_sequence) for frame in self.step_sessions(running)]
+        stepped: list[Frame] = []
+        due: list[Message] = []
+        for group in engine_groups(running):
+            try:
+                stepped += self.step_group(group)
+            except Exception as error:
+                # An engine that fails a batch fails the sessions in it; every other engine's sessions step on.
+                logger.exception("a step of %d sessions failed", len(group))
+                for hosted in group:
+                    self.close(hosted.id)
+                    due.append(protocol.session_error_message(
+                        session=hosted.id, error=f"this session stopped: its world failed to step ({error})",
+                    ))  # fmt: skip
+        running = [hosted for hosted in running if hosted.id in self.sessions]
+        frames = [(frame, self.sessions[frame.session].applied_sequence) for frame in stepped]
         now = time.monotonic()
-        due = [message for hosted in running for message in hosted.outbox]
+        due += [message for hosted in running for message in hosted.outbox]
         for hosted in running:
             hosted.outbox = []
         for hosted in running:
@@ -555,26 +604,38 @@ class SessionHost:
         return frames, due
 
     def step_sessions(self, hosted_sessions: list[HostedSession]) -> list[Frame]:
-        by_engine: dict[int, list[HostedSession]] = defaultdict(list)
-        for hosted in hosted_sessions:
-            if hosted.engine is not None:
-                by_engine[id(hosted.engine)].append(hosted)
+        return [frame for group in engine_groups(hosted_sessions) for frame in self.step_group(group)]
+
+    def step_group(self, group: list[HostedSession]) -> list[Frame]:
+        """Step sessions that share one engine (or have none) by one tick, as one batch.
+
+        A session without an engine (a conversation) has no picture, but its tick moves all the same: votes
+        close, a missing input is asked for, and a replay reaches its last tick. A tick that never moved made a
+        conversation's reopen step forever.
+        """
+        engine = group[0].engine
+        if engine is None:
+            for hosted in group:
+                hosted.pending_events = []  # world events change no world here
+                hosted.tick += 1
+                self.vote_close_if_due(hosted)
+            return []
+        batch = [
+            StepRequest(hosted.engine_session, int(action_from_keys(hosted.held_keys)), hosted.pending_events)
+            for hosted in group
+        ]
         frames = []
-        for group in by_engine.values():
-            batch = [
-                StepRequest(hosted.engine_session, int(action_from_keys(hosted.held_keys)), hosted.pending_events)
-                for hosted in group
-            ]
-            engine = group[0].engine
-            assert engine is not None
-            for hosted, frame in zip(group, engine.step(batch), strict=True):
-                hosted.pending_events = []
-                hosted.tick = frame.number
-                frames.append(Frame(hosted.id, frame.number, frame.jpeg, frame.position))
-                if hosted.vote_closes_at is not None and hosted.tick >= hosted.vote_closes_at:
-                    hosted.outbox += self.vote_close(hosted)
-                hosted.outbox += self.hooks_fired_at(hosted, frame.position)
+        for hosted, frame in zip(group, engine.step(batch), strict=True):
+            hosted.pending_events = []
+            hosted.tick = frame.number
+            frames.append(Frame(hosted.id, frame.number, frame.jpeg, frame.position))
+            self.vote_close_if_due(hosted)
+            hosted.outbox += self.hooks_fired_at(hosted, frame.position)
         return frames
+
+    def vote_close_if_due(self, hosted: HostedSession) -> None:
+        if hosted.vote_closes_at is not None and hosted.tick >= hosted.vote_closes_at:
+            hosted.outbox += self.vote_close(hosted)
 
     def hooks_fired_at(self, hosted: HostedSession, position: tuple[float, float]) -> list[Message]:
         """Fire the area hooks whose circle the player has walked into (deterministic, so replays agree)."""
@@ -612,6 +673,14 @@ class SessionHost:
         if hosted is not None and hosted.engine is not None:
             hosted.engine.close(hosted.engine_session)
         self.jobs = [job for job in self.jobs if job.session != session_id]
+
+
+def engine_groups(hosted_sessions: list[HostedSession]) -> list[list[HostedSession]]:
+    """The sessions by the engine that steps them (those without an engine form a group of their own)."""
+    by_engine: dict[int, list[HostedSession]] = defaultdict(list)
+    for hosted in hosted_sessions:
+        by_engine[id(hosted.engine)].append(hosted)
+    return list(by_engine.values())
 
 
 def hash_seed(*parts: Any) -> int:
