@@ -289,7 +289,9 @@ class ContentImportApi(APIView):
 
     class InputSerializer(serializers.Serializer):
         file = serializers.FileField()
-        world = serializers.IntegerField(required=False, help_text="attach to this world of yours")
+        world = serializers.IntegerField(
+            required=False, min_value=1, max_value=2**63 - 1, help_text="attach to this world of yours"
+        )
 
     @extend_schema(request={"multipart/form-data": InputSerializer}, responses={201: dict})
     def post(self, request: Request) -> Response:

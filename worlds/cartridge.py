@@ -13,10 +13,13 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from worlds.document_schema import document_problem
 from worlds.formats import FormatError
+from worlds.formats.json_input import load_json
 
 CARTRIDGE_FORMAT = "worldloom-cartridge"
 CARTRIDGE_VERSION = 1
@@ -24,6 +27,9 @@ MAX_CARTRIDGE_BYTES = 64 * 1024 * 1024
 MAX_MEMBER_BYTES = 16 * 1024 * 1024
 MAX_TOTAL_BYTES = 128 * 1024 * 1024  # uncompressed: a zip bomb stops here
 MAX_MEMBERS = 500
+# What zipfile raises for a damaged archive or member: a bad CRC or header, a broken deflate stream, an
+# encrypted or unsupported member, a truncated file.
+UNREADABLE_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError)
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,7 @@ def cartridge_read(data: bytes) -> Cartridge:
         raise FormatError("cartridge", "", f"the file is over {MAX_CARTRIDGE_BYTES // 1048576} MiB")
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as error:
+    except UNREADABLE_ZIP as error:
         raise FormatError("cartridge", "", f"not a readable zip ({error})") from None
     with archive:
         members = {info.filename: info for info in archive.infolist() if not info.is_dir()}
@@ -71,12 +77,16 @@ def cartridge_read(data: bytes) -> Cartridge:
         if manifest.get("format") != CARTRIDGE_FORMAT or manifest.get("format_version") != CARTRIDGE_VERSION:
             raise FormatError("cartridge", "manifest.json", f"not a {CARTRIDGE_FORMAT} of version {CARTRIDGE_VERSION}")
         document = read_json(archive, members, "world.json")
+        problem = document_problem(document)
+        if problem is not None:
+            where, message = problem
+            raise FormatError("cartridge", f"world.json {where}", message)
         assets = {}
         for name in image_names(document):
             member = f"assets/{name}"
             if member not in members:
                 raise FormatError("cartridge", member, "the world refers to this image but the cartridge lacks it")
-            assets[name] = archive.read(members[member])
+            assets[name] = member_read(archive, members[member])
     return Cartridge(manifest=manifest, document=document, assets=assets)
 
 
@@ -94,13 +104,18 @@ def check_members(members: dict[str, zipfile.ZipInfo]) -> None:
         raise FormatError("cartridge", "", f"over {MAX_TOTAL_BYTES // 1048576} MiB uncompressed")
 
 
+def member_read(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes; a damaged one (a bad CRC, a broken deflate stream, encryption) is a FormatError."""
+    try:
+        return archive.read(info)
+    except UNREADABLE_ZIP as error:
+        raise FormatError("cartridge", info.filename, f"cannot be read from the zip ({error})") from None
+
+
 def read_json(archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], name: str) -> dict[str, Any]:
     if name not in members:
         raise FormatError("cartridge", name, "missing")
-    try:
-        value = json.loads(archive.read(members[name]))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise FormatError("cartridge", name, f"invalid JSON ({error})") from None
+    value = load_json(member_read(archive, members[name]), "cartridge", where=name, max_bytes=MAX_MEMBER_BYTES)
     if not isinstance(value, dict):
         raise FormatError("cartridge", name, "must hold a JSON object")
     return value

@@ -24,6 +24,7 @@ from inference.narrative.hooks import Branch, BranchClassifier, BranchDecision
 from inference.world.events import OBJECT_KINDS, TIME_OF_DAY_KINDS, WEATHER_KINDS
 from inference.world.spec import CONFIG as SPEC_CONFIG
 from inference.world.spec import WorldSpec
+from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Clue, Hook, HookBranch, HookTrigger, Lorebook, LoreEntry, World
 from worlds.services import content_save, world_create, world_update
 
@@ -639,6 +640,31 @@ def errors_summarised(form: forms.BaseForm, formsets: Sequence[StudioInlineFormS
         for number, child in enumerate(formset.forms, start=1):
             items += form_error_items(child, f"{name} {number}: ")
     return items
+
+
+class ImportForm(forms.Form):
+    """The studio's import: a file of any format we read, and optionally one of the creator's worlds to add it to."""
+
+    file = forms.FileField(error_messages={"required": "choose a file to import"})
+    world = forms.ModelChoiceField(
+        queryset=World.objects.none(),
+        required=False,
+        error_messages={"invalid_choice": "the world to add it to must be one of yours, given by its number"},
+    )
+
+    def __init__(self, *arguments: Any, owner: User, **options: Any) -> None:
+        super().__init__(*arguments, **options)
+        self.fields["world"].queryset = World.objects.filter(owner=owner)
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_IMPORT_BYTES:
+            raise ValidationError(f"the file is over {MAX_IMPORT_BYTES // 1048576} MiB")
+        return upload
+
+    def problems(self) -> str:
+        """Every error, each naming its input, as one sentence for the page."""
+        return "; ".join(message for messages in self.errors.values() for message in messages)
 
 
 class HookPlaytestForm(forms.Form):

@@ -13,6 +13,7 @@ from accounts.models import User
 from moderation.services import submission_open
 from stories.models import Beat, Story
 from worlds import validation
+from worlds.document_schema import document_problem
 from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, NOT_CONTENT_FIELDS, world_document
 from worlds.models import (
     Character,
@@ -133,6 +134,9 @@ def world_from_document(document: dict[str, Any], *, owner: Any, slug: str) -> W
     """
     if document.get("format") != DOCUMENT_FORMAT or document.get("format_version") != DOCUMENT_VERSION:
         raise ValidationError(f"not a {DOCUMENT_FORMAT} document of version {DOCUMENT_VERSION}")
+    problem = document_problem(document)
+    if problem is not None:
+        raise ValidationError("document {}: {}".format(*problem))
     world_values = dict(rows(document, "world", "document", many=False)[0])
     tag_names = world_values.pop("tags", [])
     reference_images = world_values.pop("reference_images", [])

@@ -36,6 +36,7 @@ from worlds.forms import (
     HookBranchFormSet,
     HookForm,
     HookPlaytestForm,
+    ImportForm,
     LorebookForm,
     LoreEntryFormSet,
     StudioForm,
@@ -46,7 +47,6 @@ from worlds.forms import (
     hook_playtest,
     service_errors_add,
 )
-from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Hook, Lorebook, ReviewStatus, World, WorldVersion
 from worlds.selectors import version_document_for, world_problems, worlds_owned
 from worlds.services import world_publish, world_remix
@@ -300,13 +300,11 @@ def import_content(request: HttpRequest) -> HttpResponse:
     worlds = worlds_owned(owner=request.user)
     error = None
     if request.method == "POST":
-        upload = request.FILES.get("file")
-        world = owned(World, int(request.POST["world"]), request.user) if request.POST.get("world") else None
-        if upload is None:
-            error = "choose a file to import"
-        elif upload.size > MAX_IMPORT_BYTES:
-            error = f"the file is over {MAX_IMPORT_BYTES // 1048576} MiB"
+        form = ImportForm(request.POST, request.FILES, owner=request.user)
+        if not form.is_valid():
+            error = form.problems()
         else:
+            upload, world = form.cleaned_data["file"], form.cleaned_data["world"]
             try:
                 created = imports.content_import(data=upload.read(), owner=request.user, world=world)
             except ValidationError as refusal:

@@ -30,10 +30,12 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def load_json(data: bytes | str, format_name: str, *, where: str = "", first_line: int = 1) -> Any:
+def load_json(
+    data: bytes | str, format_name: str, *, where: str = "", first_line: int = 1, max_bytes: int = MAX_JSON_BYTES
+) -> Any:
     """Parse JSON text under the size and nesting limits; a syntax error names its line and column, counting
     lines from `first_line` when the JSON sits inside a larger file."""
-    check_size(data, MAX_JSON_BYTES, format_name)
+    check_size(data, max_bytes, format_name)
     text = decode_utf8(data, format_name)
     prefix = f"{where}: " if where else ""
     try:
