@@ -8,6 +8,7 @@ last word and its messages appear next to the inputs they concern.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -667,8 +668,30 @@ class ImportForm(forms.Form):
         return "; ".join(message for messages in self.errors.values() for message in messages)
 
 
+# A playtest runs inside one page request: these bound how long one can hold a web worker.
+MAX_PLAYTEST_INPUTS = 20
+MAX_PLAYTEST_INPUT_LENGTH = 300  # what players type in one go is far shorter
+PLAYTEST_BUDGET_SECONDS = 10.0  # warm MiniLM classifies an input in milliseconds; a cold or busy one may not
+
+
 class HookPlaytestForm(forms.Form):
-    inputs = line_list(label="Sample player inputs", help_text="One per line.", required=True)
+    inputs = line_list(
+        label="Sample player inputs",
+        help_text=f"One per line; at most {MAX_PLAYTEST_INPUTS} lines of {MAX_PLAYTEST_INPUT_LENGTH} characters.",
+        required=True,
+    )
+
+    def clean_inputs(self) -> list[str]:
+        inputs = self.cleaned_data["inputs"]
+        if len(inputs) > MAX_PLAYTEST_INPUTS:
+            raise ValidationError(f"{len(inputs)} inputs; a playtest takes at most {MAX_PLAYTEST_INPUTS}")
+        too_long = [text for text in inputs if len(text) > MAX_PLAYTEST_INPUT_LENGTH]
+        if too_long:
+            raise ValidationError(
+                f"each input is at most {MAX_PLAYTEST_INPUT_LENGTH} characters; this one has {len(too_long[0])}: "
+                f"{too_long[0][:40]!r}…"
+            )
+        return inputs
 
 
 @dataclass(frozen=True)
@@ -679,14 +702,23 @@ class PlaytestResult:
     decision: BranchDecision
 
 
-def hook_playtest(hook: Hook, inputs: list[str], *, embedder: Embedder) -> list[PlaytestResult]:
+def hook_playtest(
+    hook: Hook, inputs: list[str], *, embedder: Embedder, budget_seconds: float = PLAYTEST_BUDGET_SECONDS
+) -> list[PlaytestResult]:
     """Each input classified into the hook's branches as play classifies it; empty when the hook has no branches.
 
-    Play may ask the language model to break a near-tie; the playtest shows the nearer branch instead, since
-    loading a model would keep the creator waiting.
+    Inputs left when `budget_seconds` have passed are not classified: fewer results than inputs means the
+    playtest stopped there. Play may ask the language model to break a near-tie; the playtest shows the
+    nearer branch instead, since loading a model would keep the creator waiting.
     """
+    deadline = time.monotonic() + budget_seconds
     branches = [Branch(branch.name, branch.intent, tuple(branch.examples)) for branch in hook.branches.all()]
     if not branches:
         return []
     classifier = BranchClassifier(branches, embedder)
-    return [PlaytestResult(text, classifier.classify(text)) for text in inputs]
+    results = []
+    for text in inputs:
+        if time.monotonic() >= deadline:
+            break
+        results.append(PlaytestResult(text, classifier.classify(text)))
+    return results

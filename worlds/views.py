@@ -30,6 +30,7 @@ from stories.models import Story
 from worlds import imports
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS
 from worlds.forms import (
+    PLAYTEST_BUDGET_SECONDS,
     TRIGGER_INPUTS,
     CharacterForm,
     ClueFormSet,
@@ -190,7 +191,14 @@ def hook_edit(request: HttpRequest, hook_id: int | None = None, world_id: int | 
         if playtest.is_valid():
             # MiniLM loads on the first playtest in this process (seconds), then stays for every later one.
             inputs = playtest.cleaned_data["inputs"]
-            context["playtest_results"] = hook_playtest(hook, inputs, embedder=default_embedder())
+            results = hook_playtest(hook, inputs, embedder=default_embedder(), budget_seconds=PLAYTEST_BUDGET_SECONDS)
+            context["playtest_results"] = results
+            if len(results) < len(inputs) and hook.branches.exists():  # the budget ran out
+                playtest.add_error(
+                    "inputs",
+                    f"stopped after {len(results)} of {len(inputs)} inputs: a playtest runs for at most "
+                    f"{PLAYTEST_BUDGET_SECONDS:g} seconds",
+                )
     return edit_page(request, hook, HookForm, "worlds/hook.html", formset_class=HookBranchFormSet, context=context)
 
 

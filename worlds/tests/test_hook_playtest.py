@@ -93,3 +93,26 @@ def test_with_minilm_a_paraphrase_takes_the_branch_it_means() -> None:
     results = hook_playtest(hook, paraphrases, embedder=default_embedder())
     assert [result.decision.branch for result in results] == ["gift", "fight", "talk"]
     assert all(result.decision.decided_by == "similarity" for result in results)
+
+
+def test_a_playtest_of_more_inputs_than_the_limit_is_refused_naming_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    classified: list[str] = []
+    monkeypatch.setattr("worlds.views.hook_playtest", lambda hook, inputs, **_: classified.extend(inputs) or [])
+    page = playtest_page(guardian_hook(), "\n".join(f"take coin {number}" for number in range(300)))
+    assert "300 inputs; a playtest takes at most 20" in page
+    assert classified == []
+
+
+def test_a_playtest_input_over_the_length_limit_is_refused_naming_the_limit() -> None:
+    page = playtest_page(guardian_hook(), "take this coin\n" + "coin " * 100)
+    assert "each input is at most 300 characters; this one has 499" in page
+    assert 'class="playtest-results"' not in page
+
+
+def test_a_playtest_stops_when_its_time_budget_is_spent_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    hook = guardian_hook()
+    assert hook_playtest(hook, ["take this coin", "I draw my sword"], embedder=HashedWordsEmbedder(),
+                         budget_seconds=0) == []  # fmt: skip
+    monkeypatch.setattr("worlds.views.PLAYTEST_BUDGET_SECONDS", 0.0)
+    page = playtest_page(hook, "take this coin\nI draw my sword")
+    assert "stopped after 0 of 2 inputs: a playtest runs for at most 0 seconds" in page
