@@ -6,7 +6,9 @@ any machine that can reach the platform's WebSocket endpoint, for example
     python -m inference.worker --url wss://worldloom.example/ws/workers/ --token wlw_… --slots 8
 
 (`manage.py inference_worker` takes the same options). When the connection drops it reconnects with backoff;
-a refused token stops it with one clear line, since retrying cannot help.
+a refused token stops it with one clear line, since retrying cannot help. An engine thread that stops answering
+stops the heartbeat and the process (exit status 1), so that its supervisor starts a fresh one; inside `serve`,
+BackgroundWorker starts a fresh worker instead.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import itertools
 import logging
 import math
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,8 +42,15 @@ from inference.play.narrator import Narrator
 logger = logging.getLogger("inference.worker")
 
 
+WELCOME_TIMEOUT_SECONDS = 10.0
+
+
 class TokenRefused(Exception):
     """The platform refused this worker's token."""
+
+
+class EngineThreadStuck(Exception):
+    """One call has held a worker thread past its budget: the thread cannot be taken back, the worker must go."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,13 @@ class WorkerConfig:
     language_model: str = "local"
     # Seconds a reply waits for the platform to send a character's memories before going on without them.
     recall_timeout_seconds: float = 3.0
+    # A tick takes about 50 ms and a reopen's replay at most HostConfig.replay_max_seconds (10 s): a call on the
+    # engine thread three times longer is not coming back, and every session of the worker waits behind it.
+    engine_stuck_seconds: float = 30.0
+    # A reply of the local model takes seconds, a remote one's HTTP calls time out in about a minute.
+    narrative_stuck_seconds: float = 180.0
+    # How often the watchdog looks at the threads (the heartbeat looks too, and beats only while they answer).
+    watch_every_seconds: float = 1.0
 
 
 def language_model_loader(choice: str, device: str) -> Callable[[], LanguageModel] | None:
@@ -104,6 +121,51 @@ class TickSchedule:
         self.last_started = now
 
 
+class SerialThread:
+    """One daemon thread that runs the calls given to it in order, and knows how long the current one has run.
+
+    A daemon, unlike a ThreadPoolExecutor's threads (joined at exit): a call stuck in an engine kept the
+    process from ever exiting. What the current call is about (a session) names the session a stuck call failed.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], str | None] | None]
+        self.calls = queue.SimpleQueue()
+        self.busy_since: float | None = None
+        self.busy_about: str | None = None
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, function: Callable[..., Any], *arguments: Any, about: str | None = None) -> Future[Any]:
+        future: Future[Any] = Future()
+        self.calls.put((future, function, arguments, about))
+        return future
+
+    def busy_seconds(self, now: float) -> float:
+        """How long the call now running has run (0 when the thread waits for work)."""
+        since = self.busy_since
+        return 0.0 if since is None else max(now - since, 0.0)
+
+    def stop(self) -> None:
+        """End the thread once the calls before this one are done (a stuck one never is; the thread is a daemon)."""
+        self.calls.put(None)
+
+    def _run(self) -> None:
+        while (call := self.calls.get()) is not None:
+            future, function, arguments, about = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            self.busy_about, self.busy_since = about, time.monotonic()
+            try:
+                result = function(*arguments)
+            except BaseException as error:  # the caller gets it, as from an executor
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+            finally:
+                self.busy_since = self.busy_about = None
+
+
 class InferenceWorker:
     """One worker process's connection to the platform, and the sessions it runs."""
 
@@ -115,9 +177,9 @@ class InferenceWorker:
         self.narrator = Narrator(embedder, language_model_loader(config.language_model, config.device))
         # Engines run on one thread of their own: stepping never blocks the connection, and an engine is
         # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
-        self.engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+        self.engine_thread = SerialThread("engine")
         # The language model gets a thread of its own too: a reply takes seconds, a frame 50 ms.
-        self.language_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="language")
+        self.language_thread = SerialThread("language")
         self.language_thread.submit(self.narrator.warm_up)
         self.connected = asyncio.Event()
         self.input_arrived = asyncio.Event()
@@ -153,15 +215,14 @@ class InferenceWorker:
                 logger.warning("connection to %s lost (%s); retrying in %.0f s", self.config.url, error, backoff)
             finally:
                 self.connected.clear()
-                # The platform reassigns a lost worker's sessions from their snapshots; holding on to them
-                # here would run them twice.
-                await self.on_engine_thread(self.close_all)
+                await self.sessions_drop()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.config.max_backoff_seconds)
 
     async def serve(self, connection: ClientConnection) -> None:
         """Announce, then heartbeat and tick while handling what the platform sends, until the connection closes."""
-        welcome = protocol.decode(await connection.recv())
+        # The platform welcomes a worker as it accepts it; silence is a platform that is not there yet.
+        welcome = protocol.decode(await asyncio.wait_for(connection.recv(), WELCOME_TIMEOUT_SECONDS))
         if welcome["type"] != "platform.welcome":
             raise protocol.ProtocolError(f"expected platform.welcome, got {welcome['type']}")
         heartbeat_seconds = float(welcome["heartbeat_seconds"])
@@ -174,35 +235,87 @@ class InferenceWorker:
         self.connection, self.loop = connection, asyncio.get_running_loop()
         self.connected.set()
         logger.info("connected to %s as %s with engines %s", self.config.url, welcome["worker"], list(self.engines))
-        background = [
+        # Whichever ends first ends the connection: the platform closing it, a failed send, or the watchdog
+        # finding a thread stuck (the receiving loop may be the one waiting on it).
+        tasks = [
+            asyncio.create_task(self.receive(connection)),
             asyncio.create_task(self.heartbeat(connection, heartbeat_seconds)),
             asyncio.create_task(self.tick_forever(connection)),
+            asyncio.create_task(self.threads_watch(connection)),
         ]
         try:
-            async for text in connection:
-                message = protocol.decode(text if isinstance(text, str) else None)
-                if message["type"] == "session.recalled":
-                    self.recalled(message)
-                    continue
-                for reply in await self.on_engine_thread(self.handle, message):
-                    await connection.send(protocol.encode(reply))
-                if message["type"] == "session.input" and self.host.input_brings_tick_forward(message["session"]):
-                    self.input_arrived.set()
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
         finally:
             self.connection = None
             for waiting in self.recalls.values():
                 waiting.cancel()
             self.recalls.clear()
-            for task in background:
+            for task in tasks:
                 task.cancel()
-            for task in background:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def receive(self, connection: ClientConnection) -> None:
+        async for text in connection:
+            message = protocol.decode(text if isinstance(text, str) else None)
+            if message["type"] == "session.recalled":
+                self.recalled(message)
+                continue
+            session = message.get("session")
+            about = session if isinstance(session, str) else None
+            replies = await self.on_engine_thread(self.handle, message, about=about)
+            for reply in replies:
+                await connection.send(protocol.encode(reply))
+            if message["type"] == "session.input" and self.host.input_brings_tick_forward(message["session"]):
+                self.input_arrived.set()
 
     async def heartbeat(self, connection: ClientConnection, interval_seconds: float) -> None:
+        """Tell the platform this worker serves, while its threads answer: a worker whose engine thread is stuck
+        kept beating, so the platform went on sending it sessions that never moved."""
         while True:
             await asyncio.sleep(interval_seconds)
+            if self.threads_stuck() is not None:
+                continue  # threads_watch ends the connection, and tells the player why
             await connection.send(protocol.encode(protocol.heartbeat_message(free_slots=self.free_slots)))
+
+    async def threads_watch(self, connection: ClientConnection) -> None:
+        """End the connection (EngineThreadStuck) once a thread has been stuck past its budget; the player of the
+        session it was stuck on is told why their session stopped."""
+        while True:
+            await asyncio.sleep(self.config.watch_every_seconds)
+            stuck = self.threads_stuck()
+            if stuck is None:
+                continue
+            thread, reason = stuck
+            if thread.busy_about is not None:
+                failed = protocol.session_error_message(
+                    session=thread.busy_about, error="this session stopped its worker; the platform moves it to another"
+                )
+                with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
+                    await asyncio.wait_for(connection.send(protocol.encode(failed)), timeout=1)
+            raise EngineThreadStuck(reason)
+
+    def threads_stuck(self) -> tuple[SerialThread, str] | None:
+        """The engine or language thread, if either has run one call past its budget, and a line saying so."""
+        now = time.monotonic()
+        for thread, budget in (
+            (self.engine_thread, self.config.engine_stuck_seconds),
+            (self.language_thread, self.config.narrative_stuck_seconds),
+        ):
+            busy = thread.busy_seconds(now)
+            if busy > budget:
+                return thread, f"the {thread.thread.name} thread has run one call for {busy:.0f} s (budget {budget:g})"
+        return None
+
+    async def sessions_drop(self) -> None:
+        """Forget every session once the connection is gone: the platform reassigns a lost worker's sessions
+        from their snapshots, and holding on to them here would run them twice. Never waits on a stuck thread,
+        nor longer than a thread's budget on a busy one."""
+        if self.engine_thread.busy_seconds(time.monotonic()) > self.config.engine_stuck_seconds:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.on_engine_thread(self.close_all), self.config.engine_stuck_seconds)
 
     async def tick_forever(self, connection: ClientConnection) -> None:
         """Step every session once per tick, as one batch, and send the frames and any due snapshots.
@@ -233,9 +346,22 @@ class InferenceWorker:
                 await connection.send(protocol.encode(message))
 
     def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        """Apply one platform message to the hosted sessions (on the engine thread); return the replies."""
+        """Apply one platform message to the hosted sessions (on the engine thread); return the replies.
+
+        A message that fails fails its own session, which the player may open again; any other session goes on.
+        An unexpected error here used to end the connection, and with it every session of the worker.
+        """
         try:
             replies = self.apply(message)
+        except Exception as error:
+            logger.exception("could not apply %s; its session stops", message["type"])
+            session = message.get("session")
+            if isinstance(session, str) and session in self.host.sessions:
+                self.host.close(session)
+            replies = [protocol.session_error_message(
+                session=session if isinstance(session, str) else None,
+                error=f"this session stopped on its worker ({type(error).__name__}); open it again to retry",
+            )]  # fmt: skip
         finally:
             self.jobs_start(self.host.take_jobs())
         return replies
@@ -243,6 +369,11 @@ class InferenceWorker:
     def apply(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         kind = message["type"]
         try:
+            if kind in ("session.input", "session.refresh") and message["session"] not in self.host.sessions:
+                # Its open failed (or its step did): it stays closed here until the platform opens it again.
+                return [protocol.session_error_message(
+                    session=message["session"], error="this session is not running; open it again to restore it",
+                )]  # fmt: skip
             if kind == "session.open" and message["session"] in self.host.sessions:
                 return self.reopen_hosted(message)
             if kind == "session.open":
@@ -257,7 +388,7 @@ class InferenceWorker:
                 return []
         except (KeyError, ValueError) as error:
             logger.exception("could not apply %s", kind)
-            return [{"type": "session.error", "session": message.get("session"), "error": f"worker: {error}"}]
+            return [protocol.session_error_message(session=message.get("session"), error=f"worker: {error}")]
         if kind == "error":
             logger.error("platform reported: %s", message.get("error"))
         else:
@@ -285,7 +416,7 @@ class InferenceWorker:
 
     def jobs_start(self, jobs: list[Job]) -> None:
         for job in jobs:
-            self.language_thread.submit(self.narrator.run, job, self)
+            self.language_thread.submit(self.narrator.run, job, self, about=job.session)
 
     def send(self, message: dict[str, Any]) -> None:
         """Send from any thread; dropped when the connection is gone (the platform reassigns the session)."""
@@ -326,8 +457,12 @@ class InferenceWorker:
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         self.engine_thread.submit(self.host.conversation_record, session, character, said, reply)
 
-    async def on_engine_thread(self, function: Callable[..., Any], *arguments: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(self.engine_thread, function, *arguments)
+    async def on_engine_thread(self, function: Callable[..., Any], *arguments: Any, about: str | None = None) -> Any:
+        return await asyncio.wrap_future(self.engine_thread.submit(function, *arguments, about=about))
+
+    def threads_stop(self) -> None:
+        self.engine_thread.stop()
+        self.language_thread.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -359,19 +494,27 @@ def config_from_arguments(arguments: argparse.Namespace) -> WorkerConfig:
 
 
 def run_until_interrupted(config: WorkerConfig) -> None:
+    """Run a worker until Ctrl-C; a refused token or a stuck engine thread exits with status 1 and one line
+    (a supervisor restarts the process; the stuck thread, a daemon, does not hold up the exit)."""
     try:
         asyncio.run(InferenceWorker(config).run())
-    except TokenRefused as error:
+    except (TokenRefused, EngineThreadStuck) as error:
         raise SystemExit(f"inference worker: {error}") from None
     except KeyboardInterrupt:
         logger.info("stopped")
 
 
 class BackgroundWorker:
-    """An inference worker on a thread of its own, for running inside another process (`manage.py serve`)."""
+    """An inference worker on a thread of its own, for running inside another process (`manage.py serve`).
+
+    A worker whose engine thread is stuck is replaced by a fresh one (new engines, new threads), as a
+    supervisor restarts a separate worker process; the stuck thread is a daemon and is left behind.
+    """
 
     def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
         self.worker = InferenceWorker(config)
+        self.restarts = 0
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="inference-worker", daemon=True)
         self.task: asyncio.Task[None] | None = None
@@ -379,14 +522,25 @@ class BackgroundWorker:
     def start(self) -> None:
         self.thread.start()
 
-    def stop(self, timeout_seconds: float = 5.0) -> None:
+    def stop(self, timeout_seconds: float = 3.0) -> None:
         if self.task is not None:
-            self.loop.call_soon_threadsafe(self.task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop closed already
+                self.loop.call_soon_threadsafe(self.task.cancel)
         self.thread.join(timeout_seconds)
+
+    async def run_restarting(self) -> None:
+        while True:
+            try:
+                await self.worker.run()
+            except EngineThreadStuck as error:
+                logger.error("inference worker restarts: %s", error)
+                self.worker.threads_stop()
+                self.restarts += 1
+                self.worker = InferenceWorker(self.config)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.task = self.loop.create_task(self.worker.run())
+        self.task = self.loop.create_task(self.run_restarting())
         try:
             self.loop.run_until_complete(self.task)
         except asyncio.CancelledError:

@@ -1,7 +1,12 @@
-"""Run an inference worker process; the same as `python -m inference.worker`."""
+"""Run an inference worker process; the same as `python -m inference.worker`.
+
+It exits with status 1 when its engine thread stops answering (see inference.worker), for its supervisor to
+start it again.
+"""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -16,6 +21,5 @@ class Command(BaseCommand):
         worker.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        worker.run_until_interrupted(
-            worker.WorkerConfig(**{k: options[k] for k in ("url", "token", "slots", "device")})
-        )
+        # The same options as `python -m inference.worker`, --language-model included (it was dropped here).
+        worker.run_until_interrupted(worker.config_from_arguments(argparse.Namespace(**options)))

@@ -1,0 +1,119 @@
+"""A worker whose engine thread stops answering stops claiming health and goes, to be started afresh."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from websockets.sync.server import Server, ServerConnection, serve
+
+from inference import protocol, worker
+from inference.engine import RaycastEngine
+from inference.language.embedding import HashedWordsEmbedder
+from inference.play.host import CONVERSATION, SessionHost
+
+SESSION = "5b0c4f7e-6c3b-4e0f-9a51-0d5e2b8f1a77"
+ENGINE_STUCK_SECONDS = 1.0
+
+
+class FakePlatform:
+    """The platform's side of /ws/workers/: welcomes every worker, opens one conversation, keeps what it hears."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[float, dict[str, Any]]] = []
+        self.server: Server = serve(self.handler, "127.0.0.1", 0)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.server.socket.getsockname()[1]}/ws/workers/"
+
+    def handler(self, connection: ServerConnection) -> None:
+        connection.send(protocol.encode(protocol.welcome_message(worker="test", heartbeat_seconds=1)))
+        for text in connection:
+            if not isinstance(text, str):
+                continue  # a frame
+            message = protocol.decode(text)
+            self.received.append((time.monotonic(), message))
+            if message["type"] == "worker.hello":
+                opening = {"type": "session.open", "session": SESSION, "engine": CONVERSATION, "spec": {}}
+                connection.send(protocol.encode(opening))
+
+    def times_of(self, kind: str) -> list[float]:
+        return [at for at, message in self.received if message["type"] == kind]
+
+    def messages_of(self, kind: str) -> list[dict[str, Any]]:
+        return [message for _, message in self.received if message["type"] == kind]
+
+
+@pytest.fixture
+def platform() -> Iterator[FakePlatform]:
+    fake = FakePlatform()
+    yield fake
+    fake.server.shutdown()
+
+
+@pytest.fixture
+def first_open_never_returns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The first session.open a worker applies hangs its engine thread (as a conversation's reopen did); the
+    times it began are yielded. Engines and embedder are the small ones, so that a worker starts in a blink."""
+    monkeypatch.setattr(worker, "available_engines", lambda: {"raycaster": RaycastEngine})
+    monkeypatch.setattr(worker, "default_embedder", HashedWordsEmbedder)
+    release = threading.Event()
+    started: list[float] = []
+    original_open = SessionHost.open
+
+    def open_hanging_the_first_time(self: SessionHost, message: dict[str, Any]) -> list[dict[str, Any]]:
+        started.append(time.monotonic())
+        if len(started) == 1:
+            release.wait(60)
+        return original_open(self, message)
+
+    monkeypatch.setattr(SessionHost, "open", open_hanging_the_first_time)
+    yield started
+    release.set()
+
+
+def config(platform: FakePlatform) -> worker.WorkerConfig:
+    return worker.WorkerConfig(url=platform.url, token="test", language_model="none",
+                               engine_stuck_seconds=ENGINE_STUCK_SECONDS, watch_every_seconds=0.1)  # fmt: skip
+
+
+@pytest.mark.timeout(30)
+def test_a_worker_whose_engine_thread_is_stuck_stops_beating_tells_the_player_and_exits_non_zero(
+    platform: FakePlatform, first_open_never_returns: list[float]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        worker.run_until_interrupted(config(platform))
+    stuck_at = first_open_never_returns[0]
+    assert exited.value.code != 0 and "engine thread" in str(exited.value.code)
+    assert time.monotonic() - stuck_at < ENGINE_STUCK_SECONDS + 3
+    # No heartbeat claims health once the engine thread is past its budget.
+    assert all(at < stuck_at + ENGINE_STUCK_SECONDS + 0.2 for at in platform.times_of("worker.heartbeat"))
+    (told,) = platform.messages_of("session.error")
+    assert told["session"] == SESSION and "stopped its worker" in told["error"]
+
+
+@pytest.mark.timeout(30)
+def test_the_in_process_worker_of_serve_is_started_afresh_when_its_engine_thread_is_stuck(
+    platform: FakePlatform, first_open_never_returns: list[float]
+) -> None:
+    background = worker.BackgroundWorker(config(platform))
+    background.start()
+    try:
+        deadline = time.monotonic() + 15
+        while len(platform.messages_of("session.opened")) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert background.restarts == 1
+        assert len(platform.messages_of("worker.hello")) == 2
+        # The fresh worker opened the session the stuck one could not, and beats again.
+        assert platform.messages_of("session.opened")[0]["session"] == SESSION
+        beats_before = len(platform.times_of("worker.heartbeat"))
+        time.sleep(1.5)
+        assert len(platform.times_of("worker.heartbeat")) > beats_before
+    finally:
+        background.stop()
+    assert not background.thread.is_alive()
