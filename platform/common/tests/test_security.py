@@ -19,9 +19,12 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image
 
 from accounts.tests.factories import PASSWORD, UserFactory
+from common.images import image_reencoded
 from worlds.models import Character, World
 from worlds.tests.test_studio_pages import world_data
 
@@ -191,3 +194,23 @@ def test_the_import_api_refuses_a_character_card_in_a_decompression_bomb(setting
     assert "far too many pixels" in str(response.json())
     assert not Character.objects.exists()
     assert not any(tmp_path.rglob("*.*"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    payload=st.binary(min_size=8, max_size=200).map(lambda noise: b"<script>" + noise),
+    kind=st.sampled_from(["PNG", "GIF", "JPEG", "WEBP"]),
+)
+def test_re_encoding_keeps_the_pixels_and_drops_whatever_rode_along(payload: bytes, kind: str) -> None:
+    buffer = io.BytesIO()
+    Image.new("RGB", (6, 6), (30, 90, 160)).save(buffer, format=kind)
+    image = buffer.getvalue()
+    carriers = [image + payload]  # after the image's end
+    if kind == "PNG":
+        carriers.append(image[:-12] + png_chunk(b"tEXt", b"comment\0" + payload) + image[-12:])  # in metadata
+    for carrier in carriers:
+        encoded = image_reencoded(carrier)
+        assert (encoded.format, encoded.extension in {"png", "gif", "jpg", "webp"}) == (kind, True)
+        assert b"<script>" not in encoded.data
+        again = Image.open(io.BytesIO(encoded.data))
+        assert (again.format, again.size) == (kind, (6, 6))
