@@ -178,9 +178,16 @@ def start_platform(*arguments: str, environment: dict[str, str] | None = None, p
 
 
 @pytest.fixture
-def live_platform(transactional_db: None) -> Iterator[LivePlatform]:
+def mail_folder(tmp_path: Path) -> Path:
+    """Where the live platform's e-mail goes, a file a message (Django's file-based backend)."""
+    return tmp_path / "mail"
+
+
+@pytest.fixture
+def live_platform(transactional_db: None, mail_folder: Path) -> Iterator[LivePlatform]:
     """The platform served by a real daphne with its in-process inference worker, on the test database."""
-    platform = start_platform("--in-process-worker")
+    mail = {"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend", "EMAIL_FILE_PATH": str(mail_folder)}
+    platform = start_platform("--in-process-worker", environment=platform_environment(**mail))
     yield platform
     platform.stop()
 

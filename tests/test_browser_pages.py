@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from accounts.tests.factories import PASSWORD
+from tests.fixtures import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,7 +35,9 @@ def contrast(page: Page, selector: str) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
-def test_a_visitor_signs_up_and_the_navigation_shows_their_account(page: Page) -> None:
+def test_a_visitor_signs_up_confirms_their_e_mail_and_the_navigation_shows_their_account(
+    page: Page, mail_folder: Path
+) -> None:
     page.goto("/")
     page.get_by_role("link", name="Sign up").first.click()
     page.get_by_label("Username").fill("ada")
@@ -39,6 +45,10 @@ def test_a_visitor_signs_up_and_the_navigation_shows_their_account(page: Page) -
     page.get_by_label("Password:", exact=True).fill(PASSWORD)
     page.get_by_label("Password (again):").fill(PASSWORD)
     page.get_by_role("button", name="Sign Up").click()
+    expect(page.get_by_role("heading", name="Verify Your Email Address")).to_be_visible()
+    mail = wait_until(lambda: "".join(message.read_text() for message in mail_folder.glob("*.log")))
+    page.goto(re.search(r"https?://[^/\s]+(/accounts/confirm-email/\S+/)", mail).group(1))
+    page.get_by_role("button", name="Confirm").click()
     navigation = page.get_by_role("navigation", name="Main")
     expect(navigation).to_contain_text("Signed in as ada")
     expect(navigation.get_by_role("link", name="Studio")).to_be_visible()

@@ -183,6 +183,7 @@ ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 # outright. allauth can hide it only when every address is verified before its first log-in.
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 ACCOUNT_PREVENT_ENUMERATION = True
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
 ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = True
 ACCOUNT_ADAPTER = "accounts.adapters.WorldloomAccountAdapter"
 # After 5 failed sign-ins to one account in 5 minutes, by any way in, even the right password is refused until
@@ -198,6 +199,8 @@ MODERATORS_REQUIRE_SECOND_FACTOR = env.bool("MODERATORS_REQUIRE_SECOND_FACTOR", 
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+# Where the file-based backend writes each message (django.core.mail.backends.filebased).
+EMAIL_FILE_PATH = env.str("EMAIL_FILE_PATH", default=str(DATA_DIR / "mail"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
