@@ -4,13 +4,33 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import socket
+import sys
+import threading
+import time
+from types import FrameType
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.preflight import services_reachable_or_exit
+
+# SIGTERM or Ctrl-C stops the server within this; what is still running then is cut short. Daphne waits for every
+# connection's coroutine to end, and the process for every thread: a database call waiting 20 s on SQLite's lock
+# (or minutes on a PostgreSQL one) held both, and a stop took 21 s to 8 minutes.
+STOP_DEADLINE_SECONDS = 8.0
+STOPPED_LATE_EXIT_STATUS = 1
+
+
+def exit_when_late(deadline_seconds: float) -> None:
+    """From a daemon thread: end the process at once if it is still here after `deadline_seconds`."""
+    time.sleep(deadline_seconds)
+    sys.stderr.write(f"Worldloom stopped after {deadline_seconds:g} s, cutting short the work still running\n")
+    sys.stderr.flush()
+    os._exit(STOPPED_LATE_EXIT_STATUS)
 
 
 class Command(BaseCommand):
@@ -35,6 +55,7 @@ class Command(BaseCommand):
         # daphne installs Twisted's asyncio reactor when imported: import it before anything touches Twisted.
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
+        from twisted.internet import reactor
 
         from config.routing import application
         from inference.worker import BackgroundWorker, WorkerConfig
@@ -65,12 +86,24 @@ class Command(BaseCommand):
             endpoints=build_endpoint_description_strings(host=host, port=port),
             ready_callable=on_ready,
             verbosity=0,
+            signal_handlers=False,  # ours below: Twisted's stop had no deadline
         )
+        stopping = threading.Event()
+
+        def on_stop_signal(signal_number: int, frame: FrameType | None) -> None:
+            if stopping.is_set():
+                os._exit(STOPPED_LATE_EXIT_STATUS)  # a second Ctrl-C: now
+            stopping.set()
+            threading.Thread(target=exit_when_late, args=(STOP_DEADLINE_SECONDS,), daemon=True).start()
+            reactor.callFromThread(server.stop)
+
+        for signal_number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signal_number, on_stop_signal)
         try:
             server.run()
         finally:
             if background_worker is not None:
-                background_worker.stop()
+                background_worker.stop(timeout_seconds=2.0)
         if server.abort_start or not server.listening_addresses:
             raise CommandError(f"could not listen on {host}:{port}; is another server using that port?")
         self.stdout.write("Worldloom stopped.")
