@@ -87,4 +87,8 @@ def document_problem(document: Any) -> tuple[str, str] | None:
     error = best_match(document_validator().iter_errors(document))
     if error is None:
         return None
+    if error.validator == "additionalProperties":
+        # Worded as the model rows word it (worlds.services.saved), rather than jsonschema's repr of a tuple.
+        unknown = sorted(set(error.instance) - set(error.schema["properties"]))
+        return error.json_path, f"unknown fields {', '.join(unknown)}"[:300]
     return error.json_path, error.message[:300]

@@ -53,11 +53,10 @@ def hook_trigger_clean(trigger: str, value: Any) -> None:
             raise ValidationError({"trigger_value": "an area's radius must be positive"})
     elif trigger == "keywords":
         strings_clean("trigger_value", value.get("keywords"), required=True)
-    else:
-        name = {"intent": "intent", "beat": "beat", "flag": "flag"}[trigger]
-        text = value.get(name)
+    elif trigger in ("intent", "beat", "flag"):  # any other kind is refused by the field's choices
+        text = value.get(trigger)
         if not isinstance(text, str) or not text.strip():
-            raise ValidationError({"trigger_value": f"a {trigger} trigger needs a non-empty '{name}'"})
+            raise ValidationError({"trigger_value": f"a {trigger} trigger needs a non-empty '{trigger}'"})
 
 
 EFFECT_KEYS = {"set_flags", "reveal_clues", "world_events", "move_to_beat", "narration"}

@@ -88,3 +88,11 @@ def test_a_branch_needs_example_inputs() -> None:
 )
 def test_branch_effects_are_checked(effects: dict) -> None:
     assert "effects" in errors_of(HookBranchFactory.build(effects=effects))
+
+
+@pytest.mark.parametrize("trigger", ["", "teleport", "AREA"])
+def test_a_hook_with_an_unknown_trigger_is_refused_by_its_choices_not_a_crash(trigger: str) -> None:
+    hook = HookFactory.build(world=WorldFactory(), trigger=trigger, trigger_value={})
+    with pytest.raises(ValidationError) as refused:
+        hook.full_clean()
+    assert "trigger" in refused.value.message_dict
