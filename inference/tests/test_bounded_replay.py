@@ -171,3 +171,23 @@ def test_a_conversation_reopened_after_a_park_replays_its_talk_and_answers_the_n
     assert [message["type"] for message in opened] == ["session.opened", "session.applied"]
     assert opened[1]["tick"] > log[-1]["tick"]
     assert [job.kind for job in reopened.take_jobs()] == ["reply"]
+
+
+class FailingEngine(RaycastEngine):
+    """An engine whose every step raises, as a broken checkpoint might."""
+
+    def step(self, requests: Any) -> Any:
+        raise RuntimeError("the engine broke")
+
+
+def test_an_engine_that_fails_its_step_fails_only_the_sessions_it_steps() -> None:
+    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16), "broken": FailingEngine(16, 16)})
+    session_host.open(open_message("world", session="fine"))
+    session_host.open(open_message("conversation", session="talk"))
+    session_host.open(open_message("world", session="doomed") | {"engine": "broken"})
+    frames, due = session_host.tick()
+    assert [frame.session for frame, _ in frames] == ["fine"]
+    (error,) = [message for message in due if message["type"] == "session.error"]
+    assert error["session"] == "doomed" and "failed to step" in error["error"]
+    assert sorted(session_host.sessions) == ["fine", "talk"]
+    assert session_host.sessions["talk"].tick == 1

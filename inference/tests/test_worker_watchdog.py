@@ -57,11 +57,16 @@ def platform() -> Iterator[FakePlatform]:
 
 
 @pytest.fixture
-def first_open_never_returns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
-    """The first session.open a worker applies hangs its engine thread (as a conversation's reopen did); the
-    times it began are yielded. Engines and embedder are the small ones, so that a worker starts in a blink."""
+def small_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers get the raycaster and the hashed-words embedder only, so that one starts in a blink."""
     monkeypatch.setattr(worker, "available_engines", lambda: {"raycaster": RaycastEngine})
     monkeypatch.setattr(worker, "default_embedder", HashedWordsEmbedder)
+
+
+@pytest.fixture
+def first_open_never_returns(small_engines: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The first session.open a worker applies hangs its engine thread (as a conversation's reopen did); the
+    times it began are yielded."""
     release = threading.Event()
     started: list[float] = []
     original_open = SessionHost.open
@@ -117,3 +122,29 @@ def test_the_in_process_worker_of_serve_is_started_afresh_when_its_engine_thread
     finally:
         background.stop()
     assert not background.thread.is_alive()
+
+
+def test_a_message_that_fails_fails_its_own_session_and_the_others_go_on(
+    small_engines: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original_input = SessionHost.input
+
+    def input_failing_for_broken(self: SessionHost, session: str, sequence: int, given: dict[str, Any]) -> Any:
+        if session == "broken":
+            raise RuntimeError("a bug in a narrative step")
+        return original_input(self, session, sequence, given)
+
+    monkeypatch.setattr(SessionHost, "input", input_failing_for_broken)
+    inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
+    host = inference_worker.host
+    for session in ("broken", "fine"):
+        host.open({"type": "session.open", "session": session, "engine": "raycaster", "spec": {"seed": 1, "size": 8}})
+    key = {"type": "key_down", "key": "KeyW"}
+    (failed,) = inference_worker.handle({"type": "session.input", "session": "broken", "sequence": 1, "input": key})
+    assert failed["type"] == "session.error" and "open it again" in failed["error"]
+    assert sorted(host.sessions) == ["fine"]
+    applied = inference_worker.handle({"type": "session.input", "session": "fine", "sequence": 1, "input": key})
+    assert applied[0]["type"] == "session.applied"
+    (closed,) = inference_worker.handle({"type": "session.input", "session": "broken", "sequence": 2, "input": key})
+    assert closed["type"] == "session.error" and "not running" in closed["error"]
+    inference_worker.threads_stop()
