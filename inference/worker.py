@@ -193,7 +193,8 @@ class InferenceWorker:
         return max(self.config.slots - len(self.host.sessions), 0)
 
     async def run(self) -> None:
-        """Stay connected until cancelled, reconnecting with exponential backoff."""
+        """Stay connected until cancelled, reconnecting with exponential backoff; EngineThreadStuck ends it (a
+        reconnection would find the same thread stuck)."""
         backoff = 1.0
         while True:
             try:
