@@ -13,19 +13,10 @@ from hypothesis import strategies as st
 from inference.engine import RaycastEngine
 from inference.language.embedding import HashedWordsEmbedder
 from inference.play.host import CONVERSATION, HostConfig, SessionHost
+from inference.tests.test_session_host import STORY
 from inference.world.state import from_snapshot
 
 SPEC = {"seed": 5, "size": 10}
-STORY = {
-    "title": "Two doors",
-    "start_beat": "hall",
-    "beats": [
-        {"name": "hall", "scene": "A hall with two doors.", "choices": [{"text": "Left", "to": "left"},
-                                                                        {"text": "Right", "to": "right"}]},
-        {"name": "left", "scene": "Treasure.", "choices": []},
-        {"name": "right", "scene": "A wall.", "choices": []},
-    ],
-}  # fmt: skip
 EVE = {"key": "character-0", "id": 7, "name": "Eve", "persona": "Eve keeps the light.", "greeting": "Hello.",
        "memory_scope": "player", "clues": []}  # fmt: skip
 NARRATIVE = {"title": "Light", "description": "A lighthouse.", "content_rating": "everyone", "characters": [EVE],
