@@ -14,18 +14,6 @@ from worlds.tests.factories import CharacterFactory, LorebookFactory, WorldFacto
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def creator() -> User:
-    return UserFactory()
-
-
-@pytest.fixture
-def api(creator: User) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(creator)
-    return client
-
-
 def test_a_creator_makes_a_world_with_tags(api: APIClient, creator: User) -> None:
     response = api.post(
         "/api/worlds/",

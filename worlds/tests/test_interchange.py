@@ -38,11 +38,6 @@ def counts() -> tuple[int, ...]:
     return (World.objects.count(), Character.objects.count(), Lorebook.objects.count(), Story.objects.count())
 
 
-@pytest.fixture
-def creator() -> User:
-    return UserFactory()
-
-
 @pytest.mark.parametrize("name", ["eve_card_v2.png", "eve_card_v3.png", "eve_card_v2.json", "eve_card_v3.json",
                                   "eve_card_v1.json"])  # fmt: skip
 def test_every_card_flavour_imports_as_a_character(creator: User, name: str) -> None:

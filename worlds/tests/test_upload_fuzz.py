@@ -26,7 +26,6 @@ from PIL import Image
 from rest_framework.test import APIClient
 
 from accounts.models import User
-from accounts.tests.factories import UserFactory
 from worlds.cartridge import cartridge_write
 from worlds.documents import world_document
 from worlds.exports import content_export
@@ -130,18 +129,6 @@ def bytes_flipped(draw: st.DrawFn, data: bytes) -> bytes:
 @pytest.fixture(autouse=True)
 def media_in_tmp(settings: Any, tmp_path: Path) -> None:
     settings.MEDIA_ROOT = tmp_path
-
-
-@pytest.fixture
-def creator() -> User:
-    return UserFactory()
-
-
-@pytest.fixture
-def api(creator: User) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(creator)
-    return client
 
 
 @pytest.fixture
