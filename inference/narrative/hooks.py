@@ -4,19 +4,28 @@ Each branch is represented by its intent and its examples, embedded once (all-Mi
 of a hook's texts share its topic (the guard, the letter), and raw cosines reward that shared topic: "I
 reason with the guard" is close to "I punch the guard". So the hook's mean embedding is subtracted from
 every text and from the input before comparing (centering, as in Mu and Viswanath, "All-but-the-Top", 2018),
-which leaves what tells the branches apart; on the evaluation's paraphrases this lifts accuracy from 0.75
-to 0.83. A player's input then scores, for each branch, its highest centered cosine to any of that branch's
-texts (a one-nearest-neighbour rule: no training, and every example a creator writes counts).
+which leaves what tells the branches apart. A player's input then scores, for each branch, its highest
+centered cosine to any of that branch's texts (a one-nearest-neighbour rule: no training, and every example
+a creator writes counts).
 
-Whether the input is about the hook at all is judged on the raw cosine: below `threshold` to every text, the
-decision is None and the caller asks the model for an outcome in the hook's spirit (`fallback_messages`).
-When the two best branches are within `tie_margin`, a language model, if given, breaks the tie. A local model
-scores how likely each branch's intent is as what the player means ("…the player wants to <intent>"), less
-how likely it is with no input at all (contextual calibration, Zhao et al., "Calibrate Before Use", 2021),
-and that likelihood is added to every branch's score with `likelihood_weight`: MiniLM does not know that
-"I bribe him" is about money, SmolLM2 does. On the evaluation's paraphrases this lifts accuracy from 0.83 to
-0.88. A model behind HTTP, which gives no likelihoods, is asked to name the branch by letter instead. Every
-decision carries the per-branch scores for the studio's playtest.
+A branch is an outcome, often one that ends the story, so the classifier refuses one unless the input
+really means it; a refused input is None and the caller asks the model for an outcome in the hook's spirit
+(`fallback_messages`). The least bad branch is not enough:
+- a question put to the figure ("who are you?", "is the water cold?") asks, it does not act; a question that
+  proposes ("would silver change your mind?", "what if I pay you?") is read like any other input;
+- the best branch must be close to one of its own texts, on the raw cosine (`threshold`: the input is about
+  this branch) and on the centered one (`centered_threshold`: about what sets it apart, not just the topic);
+- courtesy, gestures and small talk (`SMALL_TALK`) are a class of their own that competes with the branches:
+  when the input is nearer to one of those than to every branch text by `small_talk_margin`, it means no
+  branch. The comparison leaves out each vector's part along the hook's topic, which every input about the
+  figure shares ("I nod to the guard" is otherwise nearer to "I punch the guard" than to "I nod").
+A branch that passes these but whose lead over the next is under `tie_margin` is a tie a language model, if
+given, breaks. A local model scores how likely each branch's intent is as what the player means ("…the
+player wants to <intent>"), less how likely it is with no input at all (contextual calibration, Zhao et al.,
+"Calibrate Before Use", 2021), and that likelihood is added to every branch's score with
+`likelihood_weight`: MiniLM does not know that "I bribe him" is about money, SmolLM2 does. A model behind
+HTTP, which gives no likelihoods, is asked to name the branch by letter instead. Every decision carries the
+per-branch scores for the studio's playtest.
 """
 
 from __future__ import annotations
@@ -40,13 +49,35 @@ class Branch:
     examples: tuple[str, ...] = ()
 
 
+# Courtesy, gestures and small talk: what a player says to a figure that chooses none of its outcomes. Generic on
+# purpose, so they fit any hook; a hook whose branch is one of these (bow to the queen) wins on its own texts.
+SMALL_TALK: tuple[str, ...] = (
+    "hello", "good morning to you", "thanks a lot", "I nod in greeting", "I wave hello",
+    "I bow in respect", "I smile warmly", "I laugh", "I hum a melody", "I dance a little jig",
+    "lovely day, isn't it", "how are you doing", "what's your story", "where do you come from",
+    "tell me about yourself", "my name is Sam", "I introduce myself",
+)  # fmt: skip
+# A question that asks rather than proposes: a question word or a be/do/have verb first. "would", "could",
+# "can", "will" and "shall" stay out: "would a pouch of silver change your mind?" is an offer.
+ASKING = re.compile(
+    r"^\s*(?:(?:who|whom|whose|what|which|where|when|why|how)(?!\s+(?:much|many|about|if|else)\b)"
+    r"|(?:is|are|am|was|were|do|does|did|have|has|had|isn't|aren't|don't|doesn't|didn't)\b(?!\s+not\b))",
+    re.IGNORECASE,
+)
+PROPOSING = re.compile(r"^\s*what\s+(?:if|about)\b|^\s*why\s+(?:don't|not)\b", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class BranchConfig:
     """When a match is confident enough."""
 
-    # Raw MiniLM cosine to the nearest branch text: inputs about the hook score 0.35-0.85, unrelated chat
-    # under 0.25 (tests/data/narrative/hooks.json).
+    # Raw MiniLM cosine of the input to the best branch's nearest text: inputs that mean a branch score 0.35-0.85,
+    # unrelated chat under 0.25 (tests/data/narrative/hooks.json).
     threshold: float = 0.3
+    # Centered cosine to the best branch's nearest text: what sets the branch apart must be in the input too.
+    centered_threshold: float = 0.12
+    # How much nearer (cosine, topic left out) to a SMALL_TALK text than to every branch text means no branch.
+    small_talk_margin: float = 0.05
     # Centered scores closer than this are a tie the model is asked to break, when one is given.
     tie_margin: float = 0.1
     # The weight of the model's calibrated log-likelihood (nats per token) beside the centered cosine.
@@ -59,7 +90,9 @@ class BranchDecision:
 
     branch: str | None
     scores: dict[str, float]
-    decided_by: str  # "similarity", "model" (a tie broken) or "threshold" (nothing close enough)
+    # "similarity", "model" (a tie broken), or why no branch: "question" (asked, not done), "threshold" (no branch
+    # text close enough) or "small talk" (nearer to courtesy and chat than to any branch)
+    decided_by: str
 
 
 class BranchClassifier:
@@ -91,18 +124,22 @@ class BranchClassifier:
         self.topic = self.embeddings.mean(axis=0)  # (D,): what all of the hook's texts share
         self.centered = unit_rows(self.embeddings - self.topic)  # (K, D)
         self.owners = np.array(owners)  # (K,): the branch each row belongs to
+        self.topic_direction = unit_rows(self.topic[None, :])[0]  # (D,)
+        self.off_topic = self.without_topic(self.embeddings)  # (K, D)
+        self.small_talk = self.without_topic(embedder.embed(list(SMALL_TALK)))  # (S, D)
 
     def classify(self, player_input: str) -> BranchDecision:
         query = self.embedder.embed([player_input])[0]  # (D,)
-        about_the_hook = float((self.embeddings @ query).max())
+        raw = self.embeddings @ query  # (K,)
         similarities = self.centered @ unit_rows((query - self.topic)[None, :])[0]  # (K,)
         per_branch = np.full(len(self.branches), -1.0, dtype=np.float32)  # (B,)
         np.maximum.at(per_branch, self.owners, similarities)
         scores = {branch.name: round(float(score), 4) for branch, score in zip(self.branches, per_branch, strict=True)}
         ranked = np.argsort(-per_branch)
         best = int(ranked[0])
-        if about_the_hook < self.config.threshold:
-            return BranchDecision(branch=None, scores=scores, decided_by="threshold")
+        refusal = self.refusal(player_input, query, raw, similarities, best)
+        if refusal is not None:
+            return BranchDecision(branch=None, scores=scores, decided_by=refusal)
         if (
             self.language_model is not None
             and len(ranked) > 1
@@ -120,6 +157,24 @@ class BranchClassifier:
                 return BranchDecision(branch=chosen.name, scores=scores, decided_by="model")
         return BranchDecision(branch=self.branches[best].name, scores=scores, decided_by="similarity")
 
+    def refusal(
+        self, player_input: str, query: np.ndarray, raw: np.ndarray, centered: np.ndarray, best: int
+    ) -> str | None:
+        """Why the input means no branch (a BranchDecision.decided_by), or None when the best branch stands."""
+        if asks(player_input):
+            return "question"
+        own = self.owners == best  # (K,): the best branch's texts
+        if raw[own].max() < self.config.threshold or centered[own].max() < self.config.centered_threshold:
+            return "threshold"
+        remainder = self.without_topic(query[None, :])[0]  # (D,)
+        if (self.small_talk @ remainder).max() > (self.off_topic @ remainder).max() + self.config.small_talk_margin:
+            return "small talk"
+        return None
+
+    def without_topic(self, vectors: np.ndarray) -> np.ndarray:
+        """`vectors` (N, D) less their part along the hook's topic, scaled to length 1: (N, D)."""
+        return unit_rows(vectors - np.outer(vectors @ self.topic_direction, self.topic_direction))
+
     def likelihoods(self, scorer: Callable[[str, str], float], player_input: str) -> np.ndarray:
         """Each branch's intent as the model's reading of the input, calibrated by its reading of no input: (B,)."""
         if self._likelihood_baseline is None:
@@ -132,6 +187,14 @@ class BranchClassifier:
     def reading(self, player_input: str) -> str:
         scene = f"{self.presentation} " if self.presentation else ""
         return f'{scene}The player says: "{player_input.strip()}". In other words, the player wants to'
+
+
+def asks(player_input: str) -> bool:
+    """Whether the input is a question that asks (about the figure, the place) rather than one that proposes."""
+    text = player_input.strip()
+    if PROPOSING.search(text):
+        return False
+    return bool(ASKING.search(text))
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:

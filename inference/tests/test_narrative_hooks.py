@@ -1,14 +1,17 @@
-"""Hook branches: nearest intent, the off-topic threshold, per-branch scores, the model's tie-break."""
+"""Hook branches: nearest intent, the refusals (off-topic, a question, small talk), per-branch scores, the model's
+tie-break."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import HashedWordsEmbedder
-from inference.narrative.hooks import Branch, BranchClassifier, BranchConfig, fallback_messages
+from inference.narrative.hooks import Branch, BranchClassifier, BranchConfig, asks, fallback_messages
 
 BRANCHES = [
     Branch("bribe", "offer the guard gold coins", ("here is gold for you", "I pay with coins")),
@@ -42,7 +45,7 @@ def test_an_input_about_nothing_in_the_hook_falls_back() -> None:
 
 def test_a_tie_is_broken_by_the_model_when_it_names_a_branch() -> None:
     tied = [Branch("left", "go left", ()), Branch("right", "go right", ())]
-    config = BranchConfig(threshold=0.1, tie_margin=0.5)
+    config = BranchConfig(threshold=0.1, centered_threshold=-1, tie_margin=0.5)
     # "go" is shared; the two intents score alike for "go", so the model decides: "B" is the second-ranked.
     by_model = BranchClassifier(tied, HashedWordsEmbedder(), config, language_model=AnsweringModel(" B."))
     decision = by_model.classify("go")
@@ -69,8 +72,8 @@ class ScoringModel:
 def test_a_model_that_scores_breaks_a_tie_by_calibrated_likelihood() -> None:
     tied = [Branch("left", "go left", ()), Branch("right", "go right", ())]
     model = ScoringModel()
-    classifier = BranchClassifier(tied, HashedWordsEmbedder(), BranchConfig(threshold=0.1, tie_margin=0.5),
-                                  language_model=model, presentation="Two roads.")  # fmt: skip
+    config = BranchConfig(threshold=0.1, centered_threshold=-1, tie_margin=0.5)
+    classifier = BranchClassifier(tied, HashedWordsEmbedder(), config, language_model=model, presentation="Two roads.")
     decision = classifier.classify("go")
     assert (decision.branch, decision.decided_by) == ("right", "model")
     assert model.contexts[0].startswith('Two roads. The player says: "..."')  # the calibration baseline
@@ -89,10 +92,39 @@ def test_the_fallback_prompt_carries_the_hooks_spirit_and_the_players_words() ->
     assert "A guard blocks the gate." in messages[1]["content"] and "I dance" in messages[1]["content"]
 
 
+def test_a_question_put_to_the_figure_is_no_branch_but_a_question_that_proposes_is_read() -> None:
+    classifier = BranchClassifier(BRANCHES, HashedWordsEmbedder(), BranchConfig(threshold=0.2))
+    decision = classifier.classify("who gave you that sword?")
+    assert decision.branch is None and decision.decided_by == "question"
+    assert classifier.classify("what if I pay with coins?").branch == "bribe"
+    assert asks("Is the water cold?") and asks("why are you here") and asks("how long have you waited?")
+    assert not asks("would a pouch of gold change your mind?") and not asks("how much to let me pass?")
+
+
+def test_an_input_nearer_to_small_talk_than_to_any_branch_is_no_branch() -> None:
+    classifier = BranchClassifier(BRANCHES, HashedWordsEmbedder(), BranchConfig(threshold=0.0, centered_threshold=-1))
+    decision = classifier.classify("I smile warmly at the guard")
+    assert decision.branch is None and decision.decided_by == "small talk"
+
+
+def test_the_best_branch_must_be_near_one_of_its_own_texts() -> None:
+    # "sword" is in a fight text; everything else in the input is in none: raw and centered both fall short.
+    classifier = BranchClassifier(BRANCHES, HashedWordsEmbedder(), BranchConfig(threshold=0.6))
+    assert classifier.classify("a sword lies on the table by the window").decided_by == "threshold"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=80))
+def test_classify_never_raises_and_names_a_branch_or_none(text: str) -> None:
+    decision = BranchClassifier(BRANCHES, HashedWordsEmbedder()).classify(text)
+    assert decision.branch in {None, "bribe", "fight"}
+    assert set(decision.scores) == {"bribe", "fight"}
+
+
 @pytest.mark.slow
 def test_minilm_classifies_the_scripted_paraphrases() -> None:
     from bench.narrative_quality import default_model, hook_branch_accuracy
     from inference.language.embedding import default_embedder
 
-    # MiniLM alone: 0.83 on tests/data/narrative/hooks.json; with SmolLM2's likelihood on near ties: 0.88.
+    # Inputs with a branch and inputs that fit none (which must fall back) count alike.
     assert hook_branch_accuracy(default_embedder(), default_model()) >= 0.85
