@@ -130,6 +130,9 @@ def session_narrative(*, session: PlaySession) -> dict[str, Any]:
     return {
         "title": world.get("title", ""),
         "description": world.get("description", ""),
+        "world_rules": world.get("world_rules", ""),
+        # Characters address the session's owner by name; a Live participant is named by each speech input.
+        "player_name": str(session.owner),
         "content_rating": world.get("content_rating", "everyone"),
         "characters": [
             {name: character[name] for name in CHARACTER_FIELDS_FOR_WORKERS if name in character}

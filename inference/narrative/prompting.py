@@ -9,16 +9,20 @@ character hides; clues are how a creator lets it out) are never read. Post-histo
 system message instead of following the history, because several chat templates (Gemma's, Mistral's) refuse
 a system message after the first, and a larger model behind HTTP must take these prompts unchanged.
 
-Grounding. Asked "what did I find at the docks?" with the memory in its prompt, SmolLM2-135M states the fact
-only about 4 times in 10. So when the player asks a question and the best memory or clue is close enough
-to it (cosine of their MiniLM embeddings), the reply is seeded with that fact, said in the character's
-voice ("You found a silver key at the docks."), as a final assistant message the model continues: the fact
-is stated every time, and the model adds the character's colour after it.
+The character's voice comes from its creator's own lines: the example dialogue (`mes_example`) becomes
+worked turns before the conversation, in the names of this character and this player, and the greeting is
+quoted as how the character sounds. Only the last two exchanges follow: a small model copies what it sees,
+so one degenerate reply fed back whole breeds the next.
+
+Grounding. A question about the player is answered from memory by extraction
+(inference.narrative.recollection): the answering sentence, said back in the second person, opens the reply
+as a final assistant message the model continues, so the fact is stated every time and the model adds the
+character's colour after it. A question about something a revealed clue answers is grounded in the clue
+the same way, in the creator's words, when the clue is close enough to the question.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,16 +31,13 @@ import numpy as np
 
 from inference.language.base import GenerationSettings, LanguageModel, Message
 from inference.narrative.memory import to_second_person
+from inference.narrative.recollection import Recollection, is_question
+from inference.narrative.reply_checks import example_turns
 
 CHARACTER_FIELDS = (
     "name", "persona", "personality", "speaking_style", "scenario", "example_dialogue", "goals", "system_prompt",
     "post_history_instructions",
 )  # fmt: skip
-QUESTION = re.compile(
-    r"(\?\s*$)|^\s*(what|who|where|when|why|how|which|do you|did i|did you|have i|can you|tell me|remind me|"
-    r"remember)\b",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -63,15 +64,15 @@ class CharacterSheet:
 class PromptConfig:
     """How much of the conversation a prompt carries and when a reply is grounded."""
 
-    # Past turns (a player line and a reply each): enough for follow-ups; older ones live on as memories.
-    history_turns: int = 6
-    # MiniLM cosine between a question and a memory or clue from which the reply states that fact. Chosen on
-    # tests/data/narrative/memory.json, where the memory a question is about scores 0.45-0.8 and the best
-    # other retrieved memory at most 0.42; so the fact must also lead the runner-up by `grounding_margin`.
+    # Past turns (a player line and a reply each): enough for a follow-up; older ones live on as memories,
+    # and fewer turns give a drifting reply fewer chances to be copied.
+    history_turns: int = 2
+    # MiniLM cosine between a question and a revealed clue from which the reply states the clue; the clue
+    # must also lead the runner-up by `grounding_margin`, or the question fits two clues and gets neither.
     grounding_threshold: float = 0.4
     grounding_margin: float = 0.05
     # Told to the model: short replies stay coherent on a small model and arrive quickly on a CPU.
-    reply_length: str = "Reply in one to three short sentences."
+    reply_length: str = "Reply in one to three short sentences, in plain spoken English."
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,6 @@ class CharacterPrompt:
     messages: list[Message]
     reply_prefix: str  # the start of the reply the model continues; "" when ungrounded
     sections: dict[str, str] = field(default_factory=dict)
-
-
-def is_question(text: str) -> bool:
-    return bool(QUESTION.search(text.strip()))
 
 
 def grounding_fact(
@@ -128,14 +125,17 @@ def character_prompt(
     memories: Sequence[str] = (),
     clues: Sequence[str] = (),
     grounding: Fact | None = None,
+    recollection: Recollection | None = None,
+    greeting: str = "",
     player_name: str = "the player",
     config: PromptConfig | None = None,
 ) -> CharacterPrompt:
     """Assemble the prompt for the character's next reply to `player_message`.
 
     `lore` holds the texts of the lorebook entries already activated for this conversation, in prompt order;
-    `memories` the texts retrieval chose; `clues` the texts of clues whose conditions hold; `grounding` the
-    fact to state (from `grounding_fact`), if any.
+    `memories` the texts retrieval chose; `clues` the texts of clues whose conditions hold; `recollection`
+    the player's own words that answer a question about them (from `recollect`), else `grounding`, a clue to
+    state (from `grounding_fact`), if any.
     """
     config = config or PromptConfig()
     name = character.name
@@ -155,10 +155,11 @@ def character_prompt(
         ("goals", character.goals),
         ("scenario", character.scenario),
         ("world", world_rules),
-        ("example dialogue", character.example_dialogue),
     ):
         if text.strip():
             sections[title] = text.strip()
+    if greeting.strip():
+        sections["voice"] = f'You sound like this: "{greeting.strip()}"'
     if lore:
         sections["lore"] = "\n".join(f"- {entry.strip()}" for entry in lore if entry.strip())
     if memories:
@@ -174,13 +175,35 @@ def character_prompt(
         for title, text in sections.items()
     )
     messages: list[Message] = [{"role": "system", "content": system}]
-    messages += list(history)[-2 * config.history_turns :]
+    examples = example_messages(character, player_name)
+    if examples:
+        sections["example dialogue"] = "\n".join(f"{message['role']}: {message['content']}" for message in examples)
+    messages += examples
+    messages += list(history)[-2 * config.history_turns :] if config.history_turns else []
     messages.append({"role": "user", "content": player_message})
-    prefix = reply_prefix_for(grounding) if grounding is not None else ""
+    if recollection is not None:
+        prefix = recollection.statement
+    else:
+        prefix = reply_prefix_for(grounding) if grounding is not None else ""
     if prefix:
         messages.append({"role": "assistant", "content": prefix})
         sections["reply prefix"] = prefix
     return CharacterPrompt(messages=messages, reply_prefix=prefix, sections=sections)
+
+
+def example_messages(character: CharacterSheet, player_name: str) -> list[Message]:
+    """The example dialogue as alternating player and character turns, ending on the character's (chat
+    templates such as Gemma's insist that roles alternate)."""
+    messages: list[Message] = []
+    for speaker, text in example_turns(character.example_dialogue, name=character.name, player_name=player_name):
+        role = "assistant" if speaker == "character" else "user"
+        if messages and messages[-1]["role"] == role:
+            messages[-1] = {"role": role, "content": f"{messages[-1]['content']} {text}"}
+        elif messages or role == "user":
+            messages.append({"role": role, "content": text})
+    if messages and messages[-1]["role"] == "user":
+        messages.pop()
+    return messages
 
 
 def stream_reply(model: LanguageModel, prompt: CharacterPrompt, settings: GenerationSettings) -> Iterator[str]:

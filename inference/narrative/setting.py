@@ -9,6 +9,8 @@ reveal now, which hook an input, a beat, a flag or a position fires.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ import numpy as np
 from inference.language.base import GenerationSettings
 from inference.narrative.hooks import Branch
 from inference.narrative.prompting import CharacterSheet
+from inference.narrative.reply_checks import world_words_of
 from inference.narrative.safety import TermFilter
 
 # MiniLM cosine between a player's words and a hook's intent that fires an "intent" hook: paraphrases of an
@@ -53,6 +56,10 @@ class CastMember:
     greeting: str
     clues: tuple[Clue, ...]
     settings: GenerationSettings
+
+    @property
+    def sheet_text(self) -> str:
+        return " ".join([*dataclasses.astuple(self.sheet), self.greeting, *(clue.text for clue in self.clues)])
 
     def clues_now(self, *, beat: str | None, flags: Sequence[str], recent_text: str) -> list[Clue]:
         return [clue for clue in self.clues if clue.holds(beat=beat, flags=flags, recent_text=recent_text)]
@@ -92,7 +99,8 @@ class Setting:
 
     title: str
     rating: str
-    world_rules: str
+    world_rules: str  # what the language model must hold true; the player-facing description when none
+    player_name: str
     cast: dict[str, CastMember]  # by name, as players address characters
     hooks: list[HookRule]
     terms: TermFilter
@@ -110,12 +118,19 @@ class Setting:
         return cls(
             title=str(data.get("title", "")),
             rating=str(data.get("content_rating", "everyone")),
-            world_rules=str(data.get("description", "")),
+            world_rules=str(data.get("world_rules") or data.get("description", "")),
+            player_name=str(data.get("player_name") or "traveller"),
             cast=cast,
             hooks=hooks,
             terms=TermFilter.from_dict(data.get("safety", {})),
             intent_hooks=[hook for hook in hooks if hook.trigger == "intent"],
         )
+
+    @functools.cached_property
+    def world_words(self) -> frozenset[str]:
+        """Every word of the world's and its characters' own texts: what its characters may say."""
+        texts = [self.title, self.world_rules, *(member.sheet_text for member in self.cast.values())]
+        return world_words_of(texts)
 
     def hook(self, name: str | None) -> HookRule | None:
         return next((hook for hook in self.hooks if hook.name == name), None)

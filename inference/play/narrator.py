@@ -18,6 +18,7 @@ import base64
 import dataclasses
 import logging
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,7 +30,16 @@ from inference.language.embedding import Embedder
 from inference.narrative.choices import generate_choices
 from inference.narrative.hooks import BranchClassifier, fallback_messages
 from inference.narrative.memory import extract_memories
-from inference.narrative.prompting import Fact, PromptConfig, character_prompt, grounding_fact, stream_reply
+from inference.narrative.prompting import (
+    CharacterPrompt,
+    Fact,
+    PromptConfig,
+    character_prompt,
+    grounding_fact,
+    stream_reply,
+)
+from inference.narrative.recollection import recollect
+from inference.narrative.reply_checks import ReplyContext, creator_lines, sentence_problems
 from inference.narrative.safety import refused_terms
 from inference.narrative.setting import CastMember, Setting
 from inference.play.host import Job
@@ -52,8 +62,12 @@ class PlatformLink(Protocol):
 class NarratorConfig:
     """How the narrator samples and what it does with refused text."""
 
-    # Replies refused before any sentence was shown are sampled again this often, then replaced.
-    resamples: int = 1
+    # Replies refused before any sentence was shown are sampled again this often, then replaced by a line
+    # the creator wrote; no resample starts once a reply has taken `reply_budget_seconds`.
+    resamples: int = 2
+    reply_budget_seconds: float = 12.0
+    # One to three whole sentences: what the prompt asks for and what a small model keeps coherent.
+    reply_sentences: int = 3
     # The narrator's own lines (hook fallbacks, answers to prompts): two short sentences.
     narration: GenerationSettings = dataclasses.field(
         default_factory=lambda: GenerationSettings(temperature=0.7, max_new_tokens=60)
@@ -128,7 +142,8 @@ class Narrator:
             if clue.name in job.data.get("revealed_clues", ())
             or clue.holds(beat=job.data["beat"], flags=job.data["flags"], recent_text=" ".join(recent))
         ]
-        facts = self.facts(memories, clues)
+        player_name = job.data["speaker"] or setting.player_name
+        recollection = recollect(said, query, memories, self.embedder)
         prompt = character_prompt(
             character=member.sheet,
             player_message=said,
@@ -137,24 +152,19 @@ class Narrator:
             lore=[str(text) for text in recalled.get("lore", [])],
             memories=memories,
             clues=clues,
-            grounding=grounding_fact(said, query, facts, self.config.prompting),
-            player_name=job.data["speaker"] or "the player",
+            recollection=recollection,
+            grounding=None if recollection else grounding_fact(said, query, self.facts(clues), self.config.prompting),
+            greeting=member.greeting,
+            player_name=player_name,
             config=self.config.prompting,
         )
         link.send({"type": "session.debug_prompt", "session": job.session, "character": name,
                    "sections": prompt.sections, "messages": prompt.messages})  # fmt: skip
-        shown: list[str] = []
-        for attempt in range(self.config.resamples + 1):
-            settings = dataclasses.replace(member.settings, seed=job.data["sequence"] * 31 + attempt)
-            replied = stream_reply(model, prompt, settings)
-            for sentence in self.safe_sentences(replied, setting, link, job.session, name):
-                shown.append(sentence)
-                link.send({"type": "session.character_line", "session": job.session, "character": name,
-                           "text": sentence, "final": False})  # fmt: skip
-            if shown:
-                break
+        last_reply = next((message["content"] for message in reversed(history) if message["role"] == "assistant"), "")
+        context = ReplyContext(world_words=setting.world_words, last_reply=last_reply, player_name=player_name)
+        shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
-            shown = [f"{name} says nothing to that."]
+            shown = [self.creator_line(member, said, last_reply, player_name)]
             link.send({"type": "session.character_line", "session": job.session, "character": name,
                        "text": shown[0], "final": False})  # fmt: skip
         reply = " ".join(shown)
@@ -173,11 +183,57 @@ class Narrator:
         })  # fmt: skip
         link.conversation_record(job.session, name, said, reply)
 
-    def facts(self, memories: list[str], clues: list[str]) -> list[Fact]:
-        texts = memories + clues
-        vectors = self.embedder.embed(texts)  # (F, D)
-        sources = ["memory"] * len(memories) + ["clue"] * len(clues)
-        return [Fact(text, vector, source) for text, vector, source in zip(texts, vectors, sources, strict=True)]
+    def checked_reply(
+        self, model: LanguageModel, prompt: CharacterPrompt, job: Job, link: PlatformLink, context: ReplyContext
+    ) -> list[str]:
+        """The sentences of the first sample whose opening passes the checks, each shown as it is written; a
+        later sentence that fails ends the reply there. [] when every sample failed or the budget ran out."""
+        member: CastMember = job.data["character"]
+        setting = job.setting
+        assert setting is not None
+        name = member.sheet.name
+        started = time.monotonic()
+        for attempt in range(self.config.resamples + 1):
+            if attempt and time.monotonic() - started > self.config.reply_budget_seconds:
+                break
+            settings = dataclasses.replace(member.settings, seed=job.data["sequence"] * 31 + attempt)
+            shown: list[str] = []
+            for sentence in self.safe_sentences(
+                stream_reply(model, prompt, settings), setting, link, job.session, name
+            ):
+                problems = sentence_problems(sentence, context)
+                if problems:
+                    logger.info("%s's sentence %r refused: %s", name, sentence, "; ".join(problems))
+                    break
+                shown.append(sentence)
+                link.send({"type": "session.character_line", "session": job.session, "character": name,
+                           "text": sentence, "final": False})  # fmt: skip
+                if len(shown) >= self.config.reply_sentences:
+                    break
+            if shown:
+                return shown
+        return []
+
+    def creator_line(self, member: CastMember, said: str, last_reply: str, player_name: str) -> str:
+        """The creator's line for this character closest to what the player said, other than the last reply."""
+        lines = [
+            line
+            for line in creator_lines(
+                name=member.sheet.name,
+                greeting=member.greeting,
+                example_dialogue=member.sheet.example_dialogue,
+                player_name=player_name,
+            )
+            if line != last_reply
+        ]
+        if not lines:
+            return f"{member.sheet.name} says nothing to that."
+        vectors = self.embedder.embed([said, *lines])  # (1 + L, D)
+        return lines[int((vectors[1:] @ vectors[0]).argmax())]
+
+    def facts(self, clues: list[str]) -> list[Fact]:
+        vectors = self.embedder.embed(clues)  # (C, D)
+        return [Fact(text, vector, "clue") for text, vector in zip(clues, vectors, strict=True)]
 
     @staticmethod
     def safe_sentences(

@@ -1,0 +1,239 @@
+"""A question about the player answered from what the player told: the recalled sentence that answers it and
+the span in that sentence that is the answer (a name, a place, a number or a thing).
+
+A small model given the memory in its prompt still states the fact only now and then, and a similarity
+threshold alone picks the wrong memory: natural indirect questions ("What was my brother called again?")
+sit close to many memories, a consolidated summary repeats its sources word for word and counts as a rival,
+and a distractor ("an old fisherman called Aldo") wins on a shared word ("called"). So the answer is found
+the way a reading-comprehension baseline finds it, extractively:
+
+- the recalled memories are split into sentences and deduplicated, which merges a summary with its sources;
+- each sentence is scored by its MiniLM cosine to the question, the question's topic words it shares
+  ("brother"; "called" and "named" only say that a name is wanted), and whether it speaks of the same
+  thing of the player's ("my brother" in both);
+- the question's form says what kind of answer it wants (who and names: a name; where: a place; how many
+  and when: a number; otherwise a thing), and a sentence that holds no span of that kind does not answer it.
+
+The winner is said back in the second person ("Your brother is called Marco.") as the opening of the
+character's reply (inference.narrative.prompting), so even a tiny model states the fact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from inference.language.embedding import Embedder
+from inference.narrative.memory import to_second_person
+
+NAME, PERSON, PLACE, NUMBER, THING = "name", "person", "place", "number", "thing"
+
+SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+WORD = re.compile(r"[a-z0-9']+")
+QUESTION_FORM = re.compile(
+    r"\?\s*$|^\s*(what|what's|whats|who|where|when|which|how|do you|did i|did you|have i|can you|could you|"
+    r"tell me|remind me|remember|you remember|any idea)\b",
+    re.I,
+)
+ABOUT_THE_PLAYER = re.compile(r"\b(my|mine|i|me|i'm|i've|i'd|myself)\b", re.I)
+# Words that say what kind of answer is wanted, not what it is about.
+NAME_WORDS = {"name", "names", "named", "called", "call", "who", "whom"}
+# Topic words and the words a player uses for the same thing when telling it.
+RELATED_WORDS = {
+    "job": {"work", "trade", "living", "profession"}, "work": {"job", "trade", "living"},
+    "living": {"work", "job", "trade"}, "home": {"live", "house", "grew"}, "pet": {"dog", "cat", "bird", "parrot"},
+    "drink": {"drink", "ale", "tea", "wine"}, "food": {"eat", "dish", "meal"}, "afraid": {"fear", "scared"},
+    "fear": {"afraid", "scared"}, "scared": {"afraid", "fear"}, "boat": {"ship", "vessel"}, "ship": {"boat"},
+    "sibling": {"brother", "sister"}, "family": {"brother", "sister", "mother", "father", "wife", "husband"},
+}  # fmt: skip
+PLACE_WORDS = {"where", "town", "city", "village", "country", "place", "from", "live", "lived", "grew", "born"}
+NUMBER_WORDS = {"many", "old", "age", "year", "years", "much", "when", "number"}
+STOP_WORDS = {
+    "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "about", "from",
+    "is", "are", "was", "were", "be", "been", "am", "do", "does", "did", "done", "have", "has", "had", "i", "my",
+    "me", "mine", "you", "your", "yours", "we", "it", "its", "it's", "that", "this", "these", "those", "what",
+    "what's", "whats", "which", "who", "whom", "where", "when", "why", "how", "again", "remember", "remind",
+    "tell", "told", "say", "said", "know", "knew", "recall", "still", "ever", "can", "could", "would", "will",
+    "should", "there", "here", "any", "idea", "just", "so", "oh", "hey", "please", "once", "back",
+    "then", "now", "mention", "mentioned", "think", "thing", "something", "anything",
+}  # fmt: skip
+NUMBER_WORD = (
+    r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
+    r"hundred|a dozen|dozen)"
+)
+NAME_AFTER = re.compile(
+    r"\b(?i:called|named|name is|name's|names are|i'm|i am|call me|known as)\s+((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)?)"
+)
+SELF_NAMING = re.compile(r"\b(?i:my name is|my name's|i'm|i am|call me|they call me)\s+[A-Z]")
+CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?")
+PLACE_AFTER = re.compile(
+    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:[A-Z][\w'-]*|of|on|upon))*)"
+)
+PLACE_PHRASE = re.compile(
+    r"\b(?:in|at|from|near|on|by|under|behind)\s+((?:the|a|an|my|our)\s+[\w'-]+(?:\s+(?!(?:in|at|on|by|with|and|but|"
+    r"because|when|where|since)\b)[\w'-]+){0,4})"
+)
+NUMBER_SPAN = re.compile(rf"\b({NUMBER_WORD}(?:\s+[a-z]+)?)\b", re.I)
+THING_AFTER_VERB = re.compile(
+    r"\b(?:i|my \w+|we)\s+(?:\w+ly\s+)?(?:have|had|has|own|owned|found|lost|keep|kept|carry|carried|bought|got|"
+    r"brought|love|loved|like|liked|hate|hated|fear|feared|collect|build|built|make|made|play|played|eat|ate|"
+    r"sail|sailed|drive|drove|ride|rode|wear|wore|hid|buried|stole|sold|gave|give|am afraid of|am scared of|"
+    r"saw|see|met|meet|heard|know|knew|watched|followed|helped|married|visited|miss|missed|lost|want|need|"
+    r"work as|worked as|am|was|is|are)\s+((?:a|an|the|some|my|two|three|\d+)?\s*[\w'-]+(?:\s+[\w'-]+){0,3}?)"
+    r"(?=\s+(?:at|in|on|from|near|under|by|with|because|when|that|which|and|but|for)\b|[,.!?;]|$)",
+    re.I,
+)
+LEADING_INTERJECTION = re.compile(r"^\s*(?:oh|well|so|hi|hello|hey|anyway|by the way|also)\b[,!]?\s*", re.I)
+OWN_NAME = re.compile(r"\bmy\s+(?:own\s+)?name\b|\bwho am i\b|\bwhat am i called\b|\bcall me\b", re.I)
+
+
+@dataclass(frozen=True)
+class RecollectionConfig:
+    """How strongly each signal counts and when a sentence answers at all."""
+
+    # Topic words shared and "my brother" in both are what a person checks first; the cosine orders the rest.
+    overlap_weight: float = 0.5
+    anchor_weight: float = 0.5
+    kind_weight: float = 0.3
+    # Without a shared topic word or anchor, a sentence must be this close to the question to answer it.
+    min_cosine_alone: float = 0.55
+
+
+@dataclass(frozen=True)
+class Recollection:
+    """The player's sentence that answers a question, its answer span, and how the character says it."""
+
+    sentence: str  # the player's words, as remembered
+    answer: str  # the span that answers the question ("Marco", "Tarsk", "a silver key")
+    statement: str  # said to the player: "Your brother is called Marco."
+
+
+def words(text: str) -> list[str]:
+    return WORD.findall(text.lower())
+
+
+def stem(word: str) -> str:
+    """A crude stem, enough that "sisters" meets "sister" and "sailing" meets "sail"."""
+    for suffix in ("'s", "ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def is_question(text: str) -> bool:
+    return bool(QUESTION_FORM.search(text.strip()))
+
+
+def asks_about_the_player(question: str) -> bool:
+    """A question about what the player is, has, did or knows ("What was my brother called?")."""
+    return is_question(question) and bool(ABOUT_THE_PLAYER.search(question))
+
+
+def answer_kind(question: str) -> str:
+    asked = set(words(question))
+    if asked & {"where"} or (asked & PLACE_WORDS and not asked & NAME_WORDS - {"who"}):
+        return PLACE
+    if asked & (NAME_WORDS - {"who", "whom"}):
+        return NAME
+    if asked & {"who", "whom"}:
+        return PERSON
+    if asked & NUMBER_WORDS and asked & {"how", "when", "what"}:
+        return NUMBER
+    return THING
+
+
+def topic_of(question: str) -> set[str]:
+    asked = {word for word in words(question) if word not in STOP_WORDS | NAME_WORDS | PLACE_WORDS | NUMBER_WORDS}
+    return {stem(related) for word in asked for related in {word, *RELATED_WORDS.get(word, ())}}
+
+
+def anchors_of(text: str) -> set[str]:
+    """What the text says is the player's: "my brother" and "my old boat" give {"brother"} and {"old", "boat"}."""
+    found = re.findall(r"\b(?:my|mine|our)\s+([a-z']+)(?:\s+([a-z']+))?", text.lower())
+    return {stem(word) for pair in found for word in pair if word and word not in STOP_WORDS}
+
+
+def answer_span(sentence: str, kind: str) -> str:
+    """The span of `sentence` that answers a question wanting `kind`; "" when it holds none."""
+    if kind == NAME:
+        if found := NAME_AFTER.search(sentence):
+            return found.group(1)
+        names = [match for match in CAPITALISED.findall(sentence[1:]) if match.split()[0] not in {"I", "I'm"}]
+        return names[0] if names else ""
+    if kind == PLACE:
+        if found := PLACE_AFTER.search(sentence):
+            return found.group(1)
+        found = PLACE_PHRASE.search(sentence)
+        return found.group(1) if found else ""
+    if kind == NUMBER:
+        found = NUMBER_SPAN.search(sentence)
+        return found.group(1) if found else ""
+    if kind == PERSON:
+        return answer_span(sentence, NAME) or answer_span(sentence, THING)
+    found = THING_AFTER_VERB.search(sentence)
+    return found.group(1).strip() if found else ""
+
+
+def sentences_of(memories: Sequence[str]) -> list[str]:
+    """Every sentence of the memories once, in order: a summary's sentences are its sources' sentences."""
+    seen: dict[str, str] = {}
+    for memory in memories:
+        for match in SENTENCE.finditer(memory):
+            sentence = LEADING_INTERJECTION.sub("", match.group().strip()).strip()
+            if len(sentence.split()) < 2:
+                continue
+            sentence = sentence[:1].upper() + sentence[1:]
+            seen.setdefault(" ".join(words(sentence)), sentence if sentence[-1] in ".!?" else sentence + ".")
+    return list(seen.values())
+
+
+def statement_of(sentence: str, answer: str, question: str, kind: str) -> str:
+    if kind == NAME and OWN_NAME.search(question):
+        return f"Your name is {answer}."
+    return to_second_person(sentence)
+
+
+def recollect(
+    question: str,
+    question_embedding: np.ndarray,
+    memories: Sequence[str],
+    embedder: Embedder,
+    config: RecollectionConfig | None = None,
+) -> Recollection | None:
+    """The recalled sentence that answers `question` (embedded as (D,)), or None when none does."""
+    config = config or RecollectionConfig()
+    if not memories or not asks_about_the_player(question):
+        return None
+    candidates = sentences_of(memories)
+    if not candidates:
+        return None
+    kind = answer_kind(question)
+    topic = topic_of(question)
+    anchors = anchors_of(question)
+    cosines = embedder.embed(candidates) @ question_embedding  # (S,)
+    best: tuple[float, Recollection] | None = None
+    for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
+        answer = answer_span(sentence, kind)
+        if not answer and kind != THING:
+            continue
+        stems = {stem(word) for word in words(sentence)}
+        overlap = min(len(topic & stems), 2) / 2 if topic else 0.0
+        anchored = bool(anchors & anchors_of(sentence))
+        own_name = bool(OWN_NAME.search(question))
+        if own_name and not (anchored or SELF_NAMING.search(sentence)):
+            continue  # "what's my name" wants the player's own name, not any name they mentioned
+        if not (anchored or own_name or overlap > 0 or cosine >= config.min_cosine_alone):
+            continue
+        score = (
+            cosine
+            + config.overlap_weight * overlap
+            + config.anchor_weight * anchored
+            + config.kind_weight * bool(answer)
+        )
+        if best is None or score > best[0]:
+            statement = statement_of(sentence, answer, question, kind)
+            best = (score, Recollection(sentence=sentence, answer=answer or sentence, statement=statement))
+    return best[1] if best else None

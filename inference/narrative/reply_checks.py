@@ -1,0 +1,141 @@
+"""Checks a character's reply passes before a player sees it, and the creator's lines that replace one that
+keeps failing.
+
+A 135M model cannot hold a persona unguarded: it drifts into other scripts, into the register of the web
+text it was trained on (blogs, articles, software), into an assistant's voice ("You're right", "As an AI"),
+and into repeating its last reply. Each of these is cheap to see in the text, so the narrator checks every
+sentence before it is shown, resamples a reply whose first sentence fails, and when the resamples fail too
+says a line the creator wrote (the greeting, the example dialogue) instead of showing the failure.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# The web's and the assistant's vocabulary: words a character of a story world does not use unless the
+# world itself speaks of them (checked against the world's own texts).
+OFF_WORLD_WORDS = {
+    "ai", "algorithm", "app", "apps", "article", "articles", "assistant", "audio", "blog", "blogger", "blogs",
+    "browser", "chatbot", "computer", "computers", "database", "dichotomy", "digital", "download", "email",
+    "essay", "facebook", "fallacy", "google", "hashtag", "instagram", "internet", "laptop", "linkedin", "login",
+    "newsletter", "online", "paragraph", "password", "podcast", "programming", "reddit", "roleplay",
+    "smartphone", "software", "subscribe", "tiktok", "tweet", "twitter", "upload", "url", "user", "users",
+    "video", "videos", "website", "websites", "wifi", "wikipedia", "workstation", "youtube",
+}  # fmt: skip
+ASSISTANT_OPENINGS = re.compile(
+    r"^\s*(you'?re right|you are right|you are correct|that'?s right|as an ai|as a language model|i'?m an ai|"
+    r"i am an ai|i'?m sorry,? but|certainly|sure[,!]|of course[,!]|great question|good question|"
+    r"i'?m just a|i am just a|i cannot|i can'?t help|hello there|how can i (help|assist))",
+    re.I,
+)
+NOT_PROSE = re.compile(r"\{\{|\}\}|<START>|https?://|www\.|^\s*[#*-]\s|\b(user|assistant|system)\s*:", re.I | re.M)
+WORD = re.compile(r"[A-Za-z']+")
+
+
+@dataclass(frozen=True)
+class ReplyCheckConfig:
+    """When a reply repeats the last one."""
+
+    # Share of a sentence's words (as a set) found in one sentence of the previous reply.
+    max_overlap_with_last_reply: float = 0.7
+    # Words below this many letters are too short for a repeat to mean anything.
+    min_words_for_repetition: int = 4
+    # Longest word a character says; longer ones are glued nonsense ("thelighthousekeeperofthe").
+    max_word_length: int = 20
+
+
+@dataclass(frozen=True)
+class ReplyContext:
+    """What a sentence of a reply is checked against."""
+
+    world_words: frozenset[str]  # lower-case words of the world's and the character's own texts
+    last_reply: str = ""
+    player_name: str = ""
+
+
+def words_of(text: str) -> list[str]:
+    return [word.lower() for word in WORD.findall(text)]
+
+
+def world_words_of(texts: Sequence[str]) -> frozenset[str]:
+    return frozenset(word for text in texts for word in words_of(text))
+
+
+def foreign_script(text: str) -> bool:
+    """Whether any letter in `text` is not Latin (accented Latin letters are Latin)."""
+    return any(character.isalpha() and not unicodedata.name(character, "").startswith("LATIN") for character in text)
+
+
+def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckConfig | None = None) -> list[str]:
+    """What is wrong with one sentence of a reply, in words the creator's debug panel shows; [] if nothing."""
+    config = config or ReplyCheckConfig()
+    said = words_of(sentence)
+    if foreign_script(sentence):
+        return ["another script"]
+    if not said:
+        return ["no words"]
+    problems = []
+    off_world = sorted({word for word in said if word in OFF_WORLD_WORDS} - context.world_words)
+    if off_world:
+        problems.append(f"off-world words: {', '.join(off_world)}")
+    if ASSISTANT_OPENINGS.search(sentence):
+        problems.append("an assistant's voice")
+    if NOT_PROSE.search(sentence) or (context.player_name and sentence.startswith(f"{context.player_name}:")):
+        problems.append("not a line of speech")
+    if max(len(word) for word in said) > config.max_word_length:
+        problems.append("a run-on word")
+    if repeats(sentence, context.last_reply, config):
+        problems.append("repeats the last reply")
+    return problems
+
+
+def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:
+    said = set(words_of(sentence))
+    if len(said) < config.min_words_for_repetition or not last_reply:
+        return False
+    for earlier in re.split(r"(?<=[.!?…])\s+", last_reply):
+        before = set(words_of(earlier))
+        if before and len(said & before) / len(said) >= config.max_overlap_with_last_reply:
+            return True
+    return False
+
+
+def creator_lines(*, name: str, greeting: str, example_dialogue: str, player_name: str) -> list[str]:
+    """The character's own lines as its creator wrote them: the greeting, then its example dialogue's lines."""
+    lines = [greeting.strip()] if greeting.strip() else []
+    for speaker, text in example_turns(example_dialogue, name=name, player_name=player_name):
+        if speaker == "character":
+            lines.append(text)
+    return lines
+
+
+def example_turns(example_dialogue: str, *, name: str, player_name: str) -> list[tuple[str, str]]:
+    """The example dialogue (character-card `mes_example`) as ("player" | "character", text) turns.
+
+    Lines open with `{{user}}:` / `{{char}}:` (or the names); a line without a label continues the turn
+    before it; `<START>` separates examples. Macros in the text become the names.
+    """
+    turns: list[tuple[str, str]] = []
+    label = re.compile(rf"^\s*(\{{\{{user\}}\}}|\{{\{{char\}}\}}|{re.escape(name)}|you|player|user)\s*:\s*(.*)$", re.I)
+    for raw in example_dialogue.splitlines():
+        line = raw.strip()
+        if not line or line.upper() == "<START>":
+            continue
+        found = label.match(line)
+        text = line
+        if found:
+            who = found.group(1).lower()
+            speaker = "character" if who in ("{{char}}", name.lower()) else "player"
+            text = found.group(2)
+            turns.append((speaker, text))
+        elif turns:
+            turns[-1] = (turns[-1][0], f"{turns[-1][1]} {line}")
+        else:
+            continue
+    named = [
+        (speaker, text.replace("{{char}}", name).replace("{{user}}", player_name).strip()) for speaker, text in turns
+    ]
+    return [(speaker, text) for speaker, text in named if text]

@@ -1,0 +1,77 @@
+"""Questions about the player answered from their own recalled words: which sentence, which span, said how."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inference.language.embedding import default_embedder
+from inference.narrative.recollection import answer_span, asks_about_the_player, recollect, sentences_of
+
+EMBEDDER = default_embedder()
+
+
+def recollected(question: str, memories: list[str]) -> tuple[str, str] | None:
+    found = recollect(question, EMBEDDER.embed([question])[0], memories, EMBEDDER)
+    return (found.statement, found.answer) if found else None
+
+
+def test_the_players_brother_beats_a_fisherman_called_aldo() -> None:
+    memories = ["I met an old fisherman called Aldo on the pier.", "My brother is called Marco.", "The tea was cold."]
+    assert recollected("What was my brother called again?", memories) == ("Your brother is called Marco.", "Marco")
+
+
+def test_a_summary_that_repeats_its_source_is_no_rival() -> None:
+    memories = [
+        "I grew up in Tarsk, a village in the hills. I love the sea.",
+        "I grew up in Tarsk, a village in the hills.",
+        "I walked to the harbour today.",
+    ]
+    assert recollected("Remind me where I grew up?", memories) == (
+        "You grew up in Tarsk, a village in the hills.",
+        "Tarsk",
+    )
+
+
+def test_my_name_is_the_players_own_name_not_another_name_they_said() -> None:
+    memories = ["I met a sailor named Bram.", "Call me Ilse."]
+    assert recollected("What's my name?", memories) == ("Your name is Ilse.", "Ilse")
+
+
+def test_statements_and_questions_about_someone_else_are_not_answered_from_memory() -> None:
+    memories = ["My brother is called Marco."]
+    assert recollected("My brother is called Marco.", memories) is None
+    assert recollected("Who are you?", memories) is None
+    assert not asks_about_the_player("Where is the lamp room?")
+
+
+def test_a_question_no_memory_answers_gets_no_recollection() -> None:
+    memories = ["I walked along the beach this morning.", "The gulls were loud."]
+    assert recollected("What was my sister called?", memories) is None
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind", "answer"),
+    [
+        ("My dog is named Pepper.", "name", "Pepper"),
+        ("I was born in the mountain village of Karsk.", "place", "the mountain village of Karsk"),
+        ("I owe forty gold coins to Brann.", "number", "forty gold"),
+        ("I found a silver key at the docks.", "thing", "a silver key"),
+    ],
+)
+def test_the_answer_span_is_the_kind_the_question_wants(sentence: str, kind: str, answer: str) -> None:
+    assert answer_span(sentence, kind) == answer
+
+
+@settings(max_examples=60, deadline=None)
+@given(question=st.text(max_size=80), memories=st.lists(st.text(max_size=120), max_size=5))
+def test_any_text_gives_a_recollection_that_states_its_answer_or_none(question: str, memories: list[str]) -> None:
+    found = recollect(question, EMBEDDER.embed([question])[0], memories, EMBEDDER)
+    if found is not None:
+        assert found.sentence in sentences_of(memories)
+        assert found.answer.lower() in found.statement.lower() or found.answer == found.sentence
+
+
+def test_every_sentence_of_the_memories_is_kept_once() -> None:
+    assert sentences_of(["I sail. My boat is red!", "my boat is red", "Hi"]) == ["I sail.", "My boat is red!"]

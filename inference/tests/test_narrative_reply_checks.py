@@ -1,0 +1,62 @@
+"""What a reply's sentence must pass before a player sees it, and the creator's own lines."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inference.narrative.reply_checks import (
+    ReplyContext,
+    creator_lines,
+    example_turns,
+    foreign_script,
+    sentence_problems,
+    world_words_of,
+)
+
+LIGHTHOUSE = ReplyContext(
+    world_words=world_words_of(["The island is small and quiet. Eve keeps the lamp."]),
+    last_reply="The lamp went out the night of the storm.",
+    player_name="Ana",
+)
+
+
+def test_a_keepers_line_passes() -> None:
+    assert sentence_problems("Fog's thick tonight; mind the rocks by the jetty.", LIGHTHOUSE) == []
+
+
+def test_gibberish_of_other_scripts_web_talk_and_an_assistants_voice_are_refused() -> None:
+    assert sentence_problems("שלום, אני אווה.", LIGHTHOUSE) == ["another script"]
+    assert sentence_problems("I wrote about it on my blog.", LIGHTHOUSE) == ["off-world words: blog"]
+    assert sentence_problems("You're right, the sea is calm.", LIGHTHOUSE) == ["an assistant's voice"]
+    assert "not a line of speech" in sentence_problems("Ana: I will go now.", LIGHTHOUSE)
+    assert sentence_problems("The lamp went out the night of the storm.", LIGHTHOUSE) == ["repeats the last reply"]
+
+
+def test_a_world_that_speaks_of_computers_lets_its_characters_say_so() -> None:
+    station = ReplyContext(world_words=world_words_of(["The station's computer hums."]))
+    assert sentence_problems("The computer is down again.", station) == []
+
+
+def test_accented_latin_is_latin() -> None:
+    assert not foreign_script("Café Noël, señora, naïve Ångström")
+    assert foreign_script("Привет")
+
+
+@given(st.text(max_size=200))
+def test_checks_never_raise_on_any_text(text: str) -> None:
+    assert isinstance(sentence_problems(text, LIGHTHOUSE), list)
+
+
+def test_the_example_dialogue_becomes_turns_in_the_names_of_this_character_and_player() -> None:
+    dialogue = "<START>\n{{user}}: Why is the lamp dark?\n{{char}}: Because {{user}} asked too late.\nStill dark.\n"
+    assert example_turns(dialogue, name="Eve", player_name="Ana") == [
+        ("player", "Why is the lamp dark?"),
+        ("character", "Because Ana asked too late. Still dark."),
+    ]
+    assert creator_lines(
+        name="Eve", greeting="You came in with the fog.", example_dialogue=dialogue, player_name="Ana"
+    ) == [
+        "You came in with the fog.",
+        "Because Ana asked too late. Still dark.",
+    ]
