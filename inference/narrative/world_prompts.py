@@ -6,8 +6,13 @@ goes to the narrator. A prompt is split into clauses ("make it night and let it 
 embedded (all-MiniLM-L6-v2) and takes the kind of its most similar example in `EXAMPLES`, a labelled set of
 phrasings per event kind plus "narration" phrasings that are not world changes (a one-nearest-neighbour rule,
 which needs no training). A clause no example is close to goes to the keyword baseline
-(inference.play.prompts.events_from_prompt), which also supplies a spawned object's kind and colour when
+(inference.play.prompts.named_events), which also supplies a spawned object's kind and colour when
 the clause names them; otherwise the object is the kind whose description is nearest.
+
+Embeddings know the topic of a prompt, not what it wants of it: "no more snow" and "is it going to snow?" sit
+next to "make it snow". So the grammar decides first, with the keyword baseline's rules: a question or a
+request to be told something is no world change, and a negated clause ("make the fog go away") is classified
+without its negation and becomes the event that undoes the one it names (clear for fog), or none.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from typing import Any
 import numpy as np
 
 from inference.language.embedding import Embedder
-from inference.play.prompts import COLOR_WORDS, events_from_prompt
+from inference.play.prompts import (
+    COLOR_WORDS,
+    asks_for_words,
+    named_events,
+    negated,
+    undoing,
+    without_negation,
+)
 
 NARRATION = "narration"
 # The labelled phrasings; the evaluation (tests/data/narrative/world_prompts_eval.json) uses other wordings.
@@ -27,13 +39,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "night": ("make it night", "night falls", "turn the sky dark", "it gets dark", "let the stars come out",
               "switch to nighttime", "the sun goes down"),
     "dawn": ("make it dawn", "the sun rises", "it is early morning", "sunrise", "the first light of day breaks"),
-    "day": ("make it day", "bright daylight", "it is noon", "the sun is high in the sky", "switch to daytime"),
+    "day": ("make it day", "bright daylight", "it is noon", "the sun is high in the sky", "switch to daytime",
+            "the sun comes out", "let the sun shine"),
     "snow": ("it starts snowing", "make it snow", "a blizzard sweeps in", "snowflakes fall",
              "cover everything in snow"),
     "rain": ("it starts raining", "make it rain", "a storm rolls in", "heavy rain pours down", "a drizzle begins"),
     "fog": ("fog rolls in", "make it foggy", "a thick mist covers everything", "haze fills the air"),
-    "clear": ("the weather clears", "stop the rain", "stop the snow", "the fog lifts", "clear skies",
-              "the storm passes"),
+    # "stop the rain" is the negation of rain, found by the grammar, not a phrasing of its own.
+    "clear": ("the weather clears", "the fog lifts", "clear skies", "the storm passes", "the clouds part"),
     "spawn": ("a tower appears ahead", "put a tree here", "summon a creature", "a lantern appears",
               "build a tower in front of me", "a glowing crystal rises from the ground", "spawn a monster"),
     NARRATION: ("hello, who are you?", "what did I find at the docks?", "I open the door", "tell me about the town",
@@ -72,13 +85,21 @@ class WorldPromptClassifier:
 
     def events(self, prompt: str) -> list[dict[str, Any]]:
         """The world events `prompt` asks for; [] when it is not a world change (it goes to the narrator)."""
-        clauses = [clause for clause in CLAUSE_SPLIT.split(prompt.strip()) if clause and re.search(r"\w", clause)]
-        if not clauses:
+        if asks_for_words(prompt):
             return []
-        vectors = self.embedder.embed(clauses)  # (C, D)
+        clauses = [clause for clause in CLAUSE_SPLIT.split(prompt.strip()) if clause and re.search(r"\w", clause)]
+        # A negated clause is read without its negation, then undone: "no more snow" is read as "snow".
+        readings = [without_negation(clause) if negated(clause) else clause for clause in clauses]
+        readings = [reading if re.search(r"\w", reading) else "" for reading in readings]
+        if not any(readings):
+            return []
+        vectors = self.embedder.embed([reading or "." for reading in readings])  # (C, D)
         events: list[dict[str, Any]] = []
-        for clause, vector in zip(clauses, vectors, strict=True):
-            for event in self._clause_events(clause, vector):
+        for clause, reading, vector in zip(clauses, readings, vectors, strict=True):
+            if not reading:
+                continue
+            found = self._clause_events(reading, vector)
+            for event in undoing(found) if reading != clause else found:
                 if all(event != seen for seen in events):
                     events.append(event)
         return events
@@ -88,12 +109,12 @@ class WorldPromptClassifier:
         best = int(similarities.argmax())
         kind = self.labels[best]
         if similarities[best] < self.config.threshold:
-            return events_from_prompt(clause)
+            return named_events(clause)
         if kind == NARRATION:
             return []
         if kind != "spawn":
             return [{"kind": kind}]
-        named = [event for event in events_from_prompt(clause) if event["kind"] == "spawn"]
+        named = [event for event in named_events(clause) if event["kind"] == "spawn"]
         if named:
             return named[:1]
         event: dict[str, Any] = {

@@ -4,6 +4,13 @@ This is the deterministic baseline the worker always has: "make it night", "it s
 tower appears ahead" become events of the vocabulary in inference/world/EVENTS.md. A prompt it does not
 recognise yields no event and goes to the narrator. The narrative engine may put a learned classifier in
 front of it; this list stays as the fallback that needs no model.
+
+Words about the weather are not always a wish for it. A question ("is it going to rain?") or a request to be
+told ("tell me about the crystals") changes nothing: `asks_for_words` sends it to the narrator. A negation ("no
+more snow", "make the fog go away") asks for the event that undoes what it names (`UNDOING`, from the table
+in inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each other); what nothing
+undoes (a spawned tower, the dawn) yields no event. `negated` finds the negation and `without_negation` leaves
+what it negates, for the keyword list here and for the learned classifier alike.
 """
 
 from __future__ import annotations
@@ -36,8 +43,60 @@ COLOR_WORDS: dict[str, tuple[int, int, int]] = {
 }  # fmt: skip
 
 
+# The event that undoes each kind; a kind missing here has none.
+UNDOING: dict[str, str] = {"snow": "clear", "rain": "clear", "fog": "clear", "night": "day", "day": "night"}
+NEGATION = re.compile(
+    r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
+    r"go(?:es)? away|away|get rid of|rid of|remove|banish|dispel|disperse|cease|halt|(?:disappear|vanish)\w*(?=\W*$)|"
+    r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont)\b",
+    re.IGNORECASE,
+)
+# A question word first ("what if" and "how about" propose, they do not ask), or a verb before its subject.
+ASKING = re.compile(
+    r"^(?:(?:who|whom|whose|what|which|where|when|why|how)\b(?!\s+(?:about|if)\b)"
+    r"|(?:is|are|am|was|were|do|does|did|has|have|had)\b"
+    r"|(?:will|would|can|could|shall|should|may|might)\s+(?:it|there|the|this|that|i|we|he|she|they)\b)",
+    re.IGNORECASE,
+)
+TELLING = re.compile(
+    r"\b(?:tell|tells|told|explain\w*|describ\w*|talk(?:s|ing)? about|speak(?:s|ing)? (?:about|of)|remind me|"
+    r"i wonder|want to know|like to know)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_words(text: str) -> bool:
+    """Whether the prompt is a question or asks to be told something, rather than asking for a change."""
+    text = text.replace("\u2019", "'").strip()
+    return text.endswith("?") or bool(ASKING.match(text)) or bool(TELLING.search(text))
+
+
+def negated(text: str) -> bool:
+    return bool(NEGATION.search(text.replace("\u2019", "'")))
+
+
+def without_negation(text: str) -> str:
+    """The words a negation applies to: "make the fog go away" -> "make the fog"."""
+    return " ".join(NEGATION.sub(" ", text.replace("\u2019", "'")).split())
+
+
+def undoing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events that undo `events`, each kind once; none for a kind nothing undoes."""
+    kinds = dict.fromkeys(UNDOING[event["kind"]] for event in events if event["kind"] in UNDOING)
+    return [{"kind": kind} for kind in kinds]
+
+
 def events_from_prompt(text: str) -> list[dict[str, Any]]:
     """World events a prompt asks for (possibly none)."""
+    if asks_for_words(text):
+        return []
+    if negated(text):
+        return undoing(named_events(without_negation(text)))
+    return named_events(text)
+
+
+def named_events(text: str) -> list[dict[str, Any]]:
+    """The events whose words the text names, negated or not."""
     words = re.findall(r"[a-z]+", text.lower())
     events: list[dict[str, Any]] = []
     objects = [OBJECT_WORDS[word] for word in words if word in OBJECT_WORDS]

@@ -1,8 +1,11 @@
-"""Typed prompts to world events: nearest labelled example, the keyword fallback, clauses, and MiniLM (slow)."""
+"""Typed prompts to world events: nearest labelled example, the keyword fallback, clauses, questions and negations,
+and MiniLM (slow)."""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inference.language.embedding import HashedWordsEmbedder
 from inference.narrative.world_prompts import OBJECT_DESCRIPTIONS, WorldPromptClassifier, WorldPromptConfig
@@ -37,6 +40,40 @@ def test_a_spawn_keeps_the_named_object_and_colour_and_parses_as_a_world_event()
     assert parse_event(events[0]).object == "tower"
 
 
+def test_a_question_or_a_request_to_be_told_is_no_world_change() -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
+    assert classifier.events("make it snow") == [{"kind": "snow"}]
+    assert classifier.events("will you make it snow?") == []
+    assert classifier.events("is it going to snow") == []
+    assert classifier.events("tell me about the snow") == []
+    assert classifier.events("describe the red tower") == []
+
+
+def test_a_negation_becomes_the_event_that_undoes_what_it_names_or_none() -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
+    assert classifier.events("no more snow please") == [{"kind": "clear"}]
+    assert classifier.events("fog rolls in no more") == [{"kind": "clear"}]
+    assert classifier.events("no more night") == [{"kind": "day"}]
+    assert classifier.events("make it night and stop the rain") == [{"kind": "night"}, {"kind": "clear"}]
+    assert classifier.events("make the tower disappear") == []  # nothing removes a spawned object
+
+
+CLASSIFIER = WorldPromptClassifier(HashedWordsEmbedder())
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(max_size=60))
+def test_any_text_ending_in_a_question_mark_yields_no_events(text: str) -> None:
+    assert CLASSIFIER.events(text + "?") == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(max_size=80))
+def test_every_event_found_in_any_text_parses(text: str) -> None:
+    for event in CLASSIFIER.events(text):
+        parse_event(event)
+
+
 @pytest.mark.slow
 def test_minilm_maps_unseen_wordings_onto_events() -> None:
     from inference.language.embedding import default_embedder
@@ -46,3 +83,5 @@ def test_minilm_maps_unseen_wordings_onto_events() -> None:
     assert classifier.events("everything disappears in mist") == [{"kind": "fog"}]
     assert [event["object"] for event in classifier.events("an oak tree grows in front of me")] == ["tree"]
     assert classifier.events("I ask the innkeeper for a room") == []
+    assert classifier.events("make the mist go away") == [{"kind": "clear"}]
+    assert classifier.events("is it night yet?") == []

@@ -96,6 +96,10 @@ def test_prompts_map_onto_the_events_vocabulary() -> None:
                                                                 "color": [200, 40, 40]}]  # fmt: skip
     assert events_from_prompt("stop the rain") == [{"kind": "clear"}]
     assert events_from_prompt("tell me a joke") == []
+    assert events_from_prompt("no more snow, please") == [{"kind": "clear"}]
+    assert events_from_prompt("enough of this darkness") == [{"kind": "day"}]
+    assert events_from_prompt("is it going to rain?") == []
+    assert events_from_prompt("tell me about the crystals") == []
 
 
 def offer_written(session_host: SessionHost, sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
