@@ -140,6 +140,7 @@ DISCLOSURE = re.compile(
     r"need|want|secret|hid|hidden|stole|owe|promise|remember|key|map|letter|ship|killed|buried)\b",
     re.I,
 )
+PRONOUN_START = re.compile(r"^(she|he|they|it|his|her|their|its)\b", re.I)
 PROPER_NOUN_OR_NUMBER = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]+|\d+)\b")
 
 
@@ -159,42 +160,67 @@ def importance_of(text: str) -> float:
 
 def extract_memories(player_message: str, turn: int) -> list[Memory]:
     """The statements worth remembering in a player's message: declarative sentences of three words or more
-    that are neither questions nor small talk, each kept in the player's own words."""
-    memories = []
+    that are neither questions nor small talk, each kept in the player's own words. A sentence that opens
+    with a pronoun stays with the sentence before it, so that "She said I should find you" still says who."""
+    memories: list[Memory] = []
+    previous = ""
     for match in SENTENCE.finditer(player_message):
         sentence = match.group().strip()
         words = sentence.split()
-        if len(words) < 3 or sentence.endswith("?") or QUESTION_START.match(sentence) or SMALL_TALK.match(sentence):
-            continue
-        if not sentence.endswith((".", "!")):
+        kept = not (
+            len(words) < 3 or sentence.endswith("?") or QUESTION_START.match(sentence) or SMALL_TALK.match(sentence)
+        )
+        if kept and not sentence.endswith((".", "!")):
             sentence += "."
-        memories.append(Memory(text=sentence, importance=importance_of(sentence), turn=turn))
+        if kept and previous and PRONOUN_START.match(sentence):
+            if memories and memories[-1].text == previous:
+                memories.pop()
+            sentence = f"{previous} {sentence}"
+        if kept:
+            memories.append(Memory(text=sentence, importance=importance_of(sentence), turn=turn))
+        previous = sentence if kept else ""
     return memories
 
 
 SECOND_PERSON = {
     "i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "i'm": "you're",
     "i've": "you've", "i'll": "you'll", "i'd": "you'd", "am": "are",
+    "your": "my", "yours": "mine", "yourself": "myself", "you're": "I'm", "you've": "I've", "you'll": "I'll",
+    "you'd": "I'd",
 }  # fmt: skip
+# After these, the player's "you" is the character as a subject ("if you help"), elsewhere as an object.
+SUBJECT_BEFORE = {"", "and", "but", "that", "if", "when", "because", "so", "said", "think", "thought", "hope"}
 
 
 def to_second_person(statement: str) -> str:
-    """The player's "I found a key" as the character says it back: "You found a key"."""
+    """The player's "I found a key" as the character says it back: "You found a key" (and "you" becomes
+    "me", or "I" as a subject, since the player's "you" is the character)."""
     words = re.split(r"(\b[\w']+\b)", statement)
     previous = ""
+    character_subject = False
     for position, word in enumerate(words):
+        if not re.match(r"[\w']", word):
+            if re.search(r"[,.;:!?]", word):
+                previous = ""  # a new clause: its "you" is a subject
+            continue
         lowered = word.lower()
         replacement = SECOND_PERSON.get(lowered)
         if lowered == "am" and previous != "i":
             replacement = None  # only "I am" becomes "you are"
         if lowered == "was" and previous == "i":
             replacement = "were"
+        if lowered in ("are", "were") and character_subject:
+            replacement = "am" if lowered == "are" else "was"
+        character_subject = False
+        if lowered == "you":
+            character_subject = previous in SUBJECT_BEFORE
+            replacement = "I" if character_subject else "me"
         if replacement is not None:
             # "I" and "I'm" are always upper case; only a word capitalised for another reason stays so.
             always_upper = lowered == "i" or lowered.startswith("i'")
-            words[position] = replacement.capitalize() if word[:1].isupper() and not always_upper else replacement
-        if word.strip():
-            previous = lowered
+            capitalise = word[:1].isupper() and not always_upper
+            words[position] = replacement.capitalize() if capitalise and replacement[:1] != "I" else replacement
+        previous = lowered
     text = "".join(words)
     return text[:1].upper() + text[1:]
 

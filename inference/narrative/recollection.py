@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.language.embedding import Embedder
-from inference.narrative.memory import to_second_person
+from inference.narrative.memory import PRONOUN_START, to_second_person
 
 NAME, PERSON, PLACE, NUMBER, THING = "name", "person", "place", "number", "thing"
 
@@ -58,7 +58,8 @@ STOP_WORDS = {
     "what's", "whats", "which", "who", "whom", "where", "when", "why", "how", "again", "remember", "remind",
     "tell", "told", "say", "said", "know", "knew", "recall", "still", "ever", "can", "could", "would", "will",
     "should", "there", "here", "any", "idea", "just", "so", "oh", "hey", "please", "once", "back",
-    "then", "now", "mention", "mentioned", "think", "thing", "something", "anything",
+    "then", "now", "mention", "mentioned", "think", "thing", "something", "anything", "i'd", "i'll", "i'm",
+    "i've", "can't", "don't", "didn't", "won't", "couldn't", "that's", "you're", "you'd", "d'you",
 }  # fmt: skip
 NUMBER_WORD = (
     r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
@@ -133,14 +134,20 @@ def asks_about_the_player(question: str) -> bool:
 
 
 def answer_kind(question: str) -> str:
-    asked = set(words(question))
-    if asked & {"where"} or (asked & PLACE_WORDS and not asked & NAME_WORDS - {"who"}):
+    """What the question's own question word asks for; a clause after it ("when I can't sleep") does not count."""
+    asked = words(question)
+    leading = next(
+        (word for word in asked if word in {"what", "what's", "who", "whom", "where", "when", "which", "how"}), ""
+    )
+    following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
+    names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
+    if leading == "where" or (not names_asked and set(asked) & {"town", "city", "village", "country", "from"}):
         return PLACE
-    if asked & (NAME_WORDS - {"who", "whom"}):
+    if names_asked:
         return NAME
-    if asked & {"who", "whom"}:
+    if leading in ("who", "whom"):
         return PERSON
-    if asked & NUMBER_WORDS and asked & {"how", "when", "what"}:
+    if leading == "when" or (leading in ("how", "what") and following & NUMBER_WORDS):
         return NUMBER
     return THING
 
@@ -181,10 +188,14 @@ def sentences_of(memories: Sequence[str]) -> list[str]:
     """Every sentence of the memories once, in order: a summary's sentences are its sources' sentences."""
     seen: dict[str, str] = {}
     for memory in memories:
+        joined: list[str] = []
         for match in SENTENCE.finditer(memory):
             sentence = LEADING_INTERJECTION.sub("", match.group().strip()).strip()
-            if len(sentence.split()) < 2:
-                continue
+            if joined and PRONOUN_START.match(sentence):
+                joined[-1] = f"{joined[-1]} {sentence}"  # "She" still needs the sentence that says who
+            elif len(sentence.split()) >= 2:
+                joined.append(sentence)
+        for sentence in joined:
             sentence = sentence[:1].upper() + sentence[1:]
             seen.setdefault(" ".join(words(sentence)), sentence if sentence[-1] in ".!?" else sentence + ".")
     return list(seen.values())

@@ -118,3 +118,14 @@ def test_consolidation_summarises_the_period_extractively_in_order() -> None:
     assert summary.text == "I was born in Karsk. I owe Brann forty gold coins."
     assert summary.kind == SUMMARY and summary.turn == 20 and summary.importance == 0.9
     assert consolidate(memories, since_turn=20, turn=40, config=config) is None
+
+
+def test_the_players_you_is_the_character_said_back_as_i_or_me() -> None:
+    assert to_second_person("She said I should find you.") == "She said you should find me."
+    assert to_second_person("You are kind and I trust you.") == "I am kind and you trust me."
+    assert to_second_person("I know, you were right about me.") == "You know, I was right about you."
+
+
+def test_a_sentence_that_opens_with_a_pronoun_is_remembered_with_the_one_that_says_who() -> None:
+    told = extract_memories("My cousin Hilde keeps the inn. She said I should find you. It rained.", turn=1)
+    assert [memory.text for memory in told] == ["My cousin Hilde keeps the inn. She said I should find you."]
