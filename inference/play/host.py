@@ -10,6 +10,11 @@ never runs here: the host hands it out as `Job`s, which the worker runs on a thr
 world keeps stepping. What such work decides about the session's state comes back as a proposed input
 (`offer`, `hook_outcome`) that the platform logs like any other, so a replay after a failover applies the
 same choices and the same branch at the same tick without asking the model again.
+
+A hook waits for the player's response (`active_hook`) from the moment it fires: the line that fired it, if a
+line did ("I walk up to the door"), only presents it, and the player's next prompt is the response. A hook
+waits at the beat it fired at: when the story moves to another beat (a choice, an own choice, a vote, a
+branch), the hook is disarmed, so later words are read afresh; a hook the new beat fires waits in its place.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from inference.narrative.setting import HookRule, Setting
 from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.prompts import events_from_prompt
 from inference.play.story import StoryGraph, StoryState
+from inference.world.events import narration
 from inference.world.state import action_from_keys
 
 logger = logging.getLogger(__name__)
@@ -236,10 +242,13 @@ class SessionHost:
         hosted.pending_events += entry.get("events", [])
         if entry.get("story"):
             hosted.story_state = StoryState.from_dict(entry["story"])
+        # As `input` did: an outcome and a move to another beat disarm the waiting hook before the new beat's fire.
+        kind = entry["input"]["type"]
+        moved = bool(entry.get("story")) and kind in ("choice", "own_choice") and not hosted.live
+        if moved or (kind == "hook_outcome" and entry["input"].get("hook") == hosted.active_hook):
+            hosted.active_hook = None
         for hook in entry.get("hooks", []):
             self.hook_fire(hosted, hook)
-        if entry["input"]["type"] == "hook_outcome":
-            hosted.active_hook = None
         if entry["input"]["type"] == "choice" and hosted.live:
             self.vote(hosted, entry["input"])
         if entry["input"]["type"] in ("pause", "resume"):
@@ -344,17 +353,20 @@ class SessionHost:
 
     def prompt(self, hosted: HostedSession, given: Message) -> tuple[list[dict[str, Any]], list[Message]]:
         """A typed prompt: the response to a hook that waits for one; else world events when it asks for a change
-        of the world ("a lantern appears"); else the narrator's turn. A hook comes first: "I hand over my lantern"
-        answers the guardian blocking the way, it does not conjure a lantern."""
+        of the world ("a lantern appears"), told by what they change ("A lantern appears."); else a hook the words
+        fire, presented; else the narrator's turn. A hook comes first: "I hand over my lantern" answers the
+        guardian blocking the way, it does not conjure a lantern."""
         text = given["text"]
         if hosted.active_hook is not None:
             self.jobs.append(Job("hook", hosted.id, hosted.setting, {"hook": hosted.active_hook, "text": text}))
             return [], []
         events = self.world_prompts.events(text) if self.world_prompts is not None else events_from_prompt(text)
         if events:
-            return events, [{"type": "session.narration", "session": hosted.id, "text": "The world changes."}]
+            told = narration(events) or "The world changes."
+            return events, [{"type": "session.narration", "session": hosted.id, "text": told}]
+        hooks_before = len(hosted.fired_hooks)
         outgoing = self.hooks_fired_by_text(hosted, given)
-        if not outgoing:
+        if len(hosted.fired_hooks) == hooks_before:
             state = hosted.story_state
             # In a story, words typed at a beat may be the player's own choice: the narrator reads them.
             offered = state.offered if state is not None and not state.ended and not hosted.live else None
@@ -381,7 +393,8 @@ class SessionHost:
         return self.hooks_fired_by_text(hosted, given)
 
     def hooks_fired_by_text(self, hosted: HostedSession, given: Message) -> list[Message]:
-        """Fire the first unfired keyword or intent hook the text meets; its response is this very text."""
+        """Fire the first unfired keyword or intent hook the text meets. The text only presents it: "I walk up to
+        the door" is no response to the door, the player's next prompt is."""
         setting = hosted.setting
         if setting is None:
             return []
@@ -391,9 +404,7 @@ class SessionHost:
         similarity = self.intent_similarities(setting, given["text"])
         for hook in candidates:
             if hook.fired_by_text(given["text"], similarity.get(hook.name)):
-                outgoing = self.hook_fire(hosted, hook.name)
-                self.jobs.append(Job("hook", hosted.id, setting, {"hook": hook.name, "text": given["text"]}))
-                return outgoing
+                return self.hook_fire(hosted, hook.name)
         return []
 
     def intent_similarities(self, setting: Setting, text: str) -> dict[str, float]:
@@ -438,8 +449,11 @@ class SessionHost:
         return outgoing
 
     def beat_entered(self, hosted: HostedSession) -> list[Message]:
-        """The story reached a beat: show its scene, have its choices written, fire the hooks waiting there."""
+        """The story reached a beat: show its scene, have its choices written, fire the hooks waiting there.
+
+        A hook still waiting from the beat left behind is disarmed: the story moved on without its response."""
         assert hosted.story is not None and hosted.story_state is not None
+        hosted.active_hook = None
         self.offer_request(hosted)
         return self.story_messages(hosted) + self.hooks_fired_by_story(hosted)
 
@@ -474,7 +488,10 @@ class SessionHost:
         return [taken, *self.beat_entered(hosted)]
 
     def hook_outcome(self, hosted: HostedSession, given: Message) -> tuple[list[dict[str, Any]], list[Message]]:
-        """Apply the branch a response was classified into (or the fallback's narration) to the session."""
+        """Apply the branch a response was classified into (or the fallback's narration) to the session; stale when
+        the hook no longer waits (the story moved on while the response was being classified)."""
+        if given.get("hook") != hosted.active_hook:
+            return [], []
         hosted.active_hook = None
         effects = given.get("effects") or {}
         outgoing: list[Message] = []

@@ -99,18 +99,20 @@ def run_jobs(session_host: SessionHost, narrator: Narrator, link: RecordingLink)
     return jobs
 
 
-def test_a_keyword_fires_a_hook_and_the_branch_the_response_means_is_proposed_and_applied() -> None:
+def test_a_keyword_fires_a_hook_and_the_branch_the_next_response_means_is_proposed_and_applied() -> None:
     session_host = host()
     session_host.open(open_message(story=STORY))
     session_host.take_jobs()
-    fired = session_host.input("s", 1, {"type": "prompt", "text": "I bribe the guard with gold coins"})
+    fired = session_host.input("s", 1, {"type": "prompt", "text": "I walk up to the guard"})
     assert fired[0]["hooks"] == ["the-guard"]
     assert {"type": "session.narration", "session": "s", "text": "A guard blocks the gangway."} in fired
+    assert session_host.take_jobs() == []  # the line that fired the hook only presents it
+    session_host.input("s", 2, {"type": "prompt", "text": "I bribe the guard with gold coins"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), None), link)
     (proposal,) = link.of_type("session.propose")
     assert proposal["input"]["branch"] == "bribe"
-    applied = session_host.input("s", 2, proposal["input"])
+    applied = session_host.input("s", 3, proposal["input"])
     assert applied[0]["events"] == [{"kind": "night"}]
     assert applied[0]["story"]["beat"] == "ship" and applied[0]["story"]["flags"] == ["bribed"]
     assert {"type": "session.narration", "session": "s", "text": "He pockets the coins."} in applied

@@ -250,3 +250,83 @@ def test_a_lost_input_is_asked_for_two_ticks_on_and_again_while_no_reopen_comes(
     session_host.input_forwarded("s", 1, key("KeyS"))
     assert session_host.sessions["s"].applied_sequence == 2
     assert missing_asked(session_host, 6) == []
+
+
+def test_a_prompt_that_changes_the_world_is_told_by_what_it_changes() -> None:
+    session_host = host()
+    session_host.open(open_message("s"))
+    told = session_host.input("s", 1, {"type": "prompt", "text": "make it night and let it snow"})
+    assert told[1] == {"type": "session.narration", "session": "s", "text": "Night falls. Snow begins to fall."}
+
+
+GATE_HOOK = {"name": "the-gate", "trigger": "beat", "trigger_value": {"beat": "hall"},
+             "presentation": "A gate creaks shut.",
+             "branches": [{"name": "push", "intent": "push the gate"}]}  # fmt: skip
+DOOR_HOOK = {"name": "the-door", "trigger": "keywords", "trigger_value": {"keywords": ["door"]},
+             "presentation": "The door is locked.",
+             "branches": [{"name": "kick", "intent": "kick the door"}]}  # fmt: skip
+
+
+def hooked_open(session: str, **extra: Any) -> dict[str, Any]:
+    narrative = {"title": "Doors", "characters": [], "hooks": [GATE_HOOK, DOOR_HOOK]}
+    return open_message(session, story=STORY, narrative=narrative) | extra
+
+
+def applied_and_logged(session_host: SessionHost, logged: list[dict[str, Any]], given: dict[str, Any]) -> None:
+    sequence = len(logged) + 1
+    applied = session_host.input("s", sequence, given)[0]
+    logged.append({"sequence": sequence, "input": given, "tick": applied["tick"], "events": applied["events"],
+                   "story": applied.get("story"), "hooks": applied.get("hooks", [])})  # fmt: skip
+    session_host.tick()
+
+
+def test_the_line_that_fires_a_hook_presents_it_and_the_next_line_is_its_response() -> None:
+    session_host = host()
+    session_host.open(hooked_open("s", narrative={"title": "Doors", "characters": [], "hooks": [DOOR_HOOK]}))
+    session_host.take_jobs()
+    fired = session_host.input("s", 1, {"type": "prompt", "text": "I walk up to the door"})
+    assert fired[0]["hooks"] == ["the-door"] and fired[1]["text"] == "The door is locked."
+    assert session_host.take_jobs() == []
+    session_host.input("s", 2, {"type": "prompt", "text": "I kick it hard"})
+    (job,) = session_host.take_jobs()
+    assert (job.kind, job.data) == ("hook", {"hook": "the-door", "text": "I kick it hard"})
+
+
+def test_a_choice_disarms_the_waiting_hook_and_later_words_are_world_prompts_again_after_a_replay_too() -> None:
+    live = host()
+    live.open(hooked_open("s"))
+    assert live.sessions["s"].active_hook == "the-gate"
+    logged: list[dict[str, Any]] = []
+    offer, _ = offer_written(live, 1)
+    logged.append({"sequence": 1, "input": offer, "tick": 1, "events": [],
+                   "story": live.sessions["s"].story_state.to_dict(), "hooks": []})  # fmt: skip
+    applied_and_logged(live, logged, {"type": "choice", "index": 0})
+    assert live.sessions["s"].active_hook is None
+    applied_and_logged(live, logged, {"type": "prompt", "text": "make it night"})
+    assert logged[-1]["events"] == [{"kind": "night"}]
+    live.take_jobs()
+    # The outcome of the gate, classified while the player clicked on, comes too late and changes nothing.
+    stale = {"type": "hook_outcome", "hook": "the-gate", "branch": "push", "effects": {"set_flags": ["pushed"]}}
+    applied_and_logged(live, logged, stale)
+    assert live.sessions["s"].story_state.flags == []
+    reopened = host()
+    reopened.open(hooked_open("s", replay=logged, target_tick=live.sessions["s"].tick))
+    assert reopened.sessions["s"].narrative() == live.sessions["s"].narrative()
+
+
+def test_a_hook_the_new_beat_fires_waits_for_its_response_after_a_replay_too() -> None:
+    gate_in_left = {**GATE_HOOK, "trigger_value": {"beat": "left"}}
+    narrative = {"title": "Doors", "characters": [], "hooks": [DOOR_HOOK, gate_in_left]}
+    live = host()
+    live.open(hooked_open("s", narrative=narrative))
+    logged: list[dict[str, Any]] = []
+    applied_and_logged(live, logged, {"type": "prompt", "text": "a door"})  # the door waits at the hall
+    offer, _ = offer_written(live, 2)
+    logged.append({"sequence": 2, "input": offer, "tick": live.sessions["s"].tick, "events": [],
+                   "story": live.sessions["s"].story_state.to_dict(), "hooks": []})  # fmt: skip
+    applied_and_logged(live, logged, {"type": "choice", "index": 0})
+    assert logged[-1]["hooks"] == ["the-gate"]
+    assert live.sessions["s"].active_hook == "the-gate"
+    reopened = host()
+    reopened.open(hooked_open("s", narrative=narrative, replay=logged, target_tick=live.sessions["s"].tick))
+    assert reopened.sessions["s"].narrative() == live.sessions["s"].narrative()

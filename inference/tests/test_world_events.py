@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from inference.world import events
-from inference.world.events import EVENT_KINDS, OBJECT_KINDS, WorldEvent, parse_event
+from inference.world.events import EVENT_KINDS, EVENT_NARRATIONS, OBJECT_KINDS, WorldEvent, narration, parse_event
 
 
 def test_it_parses_each_kind_of_event() -> None:
@@ -48,3 +48,11 @@ def test_every_event_and_object_kind_is_documented_in_both_tables() -> None:
     for kind in OBJECT_KINDS:
         assert kind in table
         assert kind in docstring
+
+
+def test_every_event_kind_has_its_words_and_a_change_is_told_by_what_it_is() -> None:
+    assert set(EVENT_NARRATIONS) == set(EVENT_KINDS)
+    assert narration([{"kind": "night"}, {"kind": "snow"}]) == "Night falls. Snow begins to fall."
+    assert narration([{"kind": "spawn", "object": "lantern", "color": [1, 2, 3]}]) == "A lantern appears."
+    assert narration([{"kind": "clear"}, {"kind": "clear"}]) == "The sky clears."
+    assert narration([{"kind": "move", "name": "ana", "action": 1}]) == ""

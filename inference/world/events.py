@@ -43,6 +43,21 @@ OBJECT_DEFAULT_COLORS: dict[str, tuple[int, int, int]] = {
     "crystal": (120, 220, 255),
     "creature": (170, 60, 160),
 }
+# What the narrator says as each kind of event happens; "{object}" and "{name}" are the event's fields. A move is
+# too small to tell.
+EVENT_NARRATIONS: dict[str, str] = {
+    "night": "Night falls.",
+    "dawn": "Dawn breaks.",
+    "day": "Daylight fills the sky.",
+    "snow": "Snow begins to fall.",
+    "rain": "Rain begins to fall.",
+    "fog": "Fog rolls in.",
+    "clear": "The sky clears.",
+    "spawn": "A {object} appears.",
+    "join": "{name} joins you.",
+    "move": "",
+    "leave": "{name} leaves.",
+}
 AVATAR_DEFAULT_COLOR = (230, 120, 40)
 MAX_AVATAR_NAME_LENGTH = 32
 # The six bits of `Action`; repeated here rather than imported so that this module stays a leaf.
@@ -60,6 +75,15 @@ class WorldEvent:
     color: Color | None = None
     name: str | None = None
     action: int | None = None
+
+
+def narration(events: list[dict[str, Any]]) -> str:
+    """The change `events` make, in words: "Night falls. A lantern appears." (each phrase once)."""
+    phrases = [
+        EVENT_NARRATIONS.get(str(event.get("kind")), "").format(object=event.get("object"), name=event.get("name"))
+        for event in events
+    ]
+    return " ".join(dict.fromkeys(phrase for phrase in phrases if phrase))
 
 
 def parse_color(value: Any, *, field: str) -> Color:
