@@ -1,21 +1,26 @@
-"""Two choices written live for a story beat: sample several candidate actions, measure every one, keep the
-best pair, and fall back to the beat's authored choices when no pair passes.
+"""A beat's choices written live: each authored choice is rewritten for the scene, so it leads where it led.
 
-A 135M model asked for "two choices as a numbered list" writes dates, headings and nonsense (measured: no
-passing pair in ten beats). It does far better at completing one sentence: so each candidate is the
-continuation of "The player could", after one worked example (a few-shot prompt), stopped at the end of the
-sentence; the candidates are sampled as one batch on the local backend. A larger model behind HTTP takes the
-same prompt. Every option is then measured:
+A choice is written FOR its destination. Sampling free actions and then guessing where each leads (by its
+likeness to the authored choices) sent choices to places they never spoke of; here the model rewrites one
+authored choice at a time, told the scene and the scene the choice leads to (the destination beat's), so
+where the rewrite leads is known by construction. A rewrite that fails the checks below gives way to its
+authored choice's own text, which leads to the same place.
 
-- an action: 2 to 14 words, not a question, not opening with a pronoun, article or question word, not ending
-  on a dangling word ("and", "the"), no role tags or markup, and not the worked example's answer;
-- relevance: cosine similarity to the scene and guidance (MiniLM) at least `min_relevance`;
-- not a copy of the guidance: cosine to it below `max_guidance_similarity` and fewer than
-  `max_guidance_overlap` of its words shared;
-- distinct: the two options of a pair below `max_pair_similarity` cosine to each other.
+SmolLM2-135M asked for a list of choices writes headings and nonsense; it does far better at continuing one
+short reply after a worked example (a few-shot prompt). The reply is seeded with the authored choice's first
+word, the verb, which keeps it an imperative about that action; the model writes the rest for the scene.
+The candidates for one destination are sampled as one batch; the backends batch one prompt at a time, so a
+beat costs one short batch per destination, with few tokens, because the player waits for them.
 
-The pair with the highest summed relevance among passing pairs wins, the same rule the evaluation's
-choice_pair_pass_rate counts (a fallback is not a pass).
+What a person accepts as a pair (`pair_problems`, which the evaluation's choice_pair_pass_rate also calls):
+
+- each an imperative a player could do here: it opens with a verb from `PLAYER_VERBS` (an adverb such as
+  "quietly" may come first), is 2 to 12 words, is no question, carries no markup and ends on a whole phrase;
+- no words from outside the world (game, tournament, player, option, choice, story...);
+- about this beat: cosine to the scene and its destination at least `min_relevance`;
+- faithful: closer to its own destination (the authored choice and the scene it leads to) than to the
+  other choices' destinations;
+- the two clearly different: cosine below `max_pair_similarity`, and a different verb or a different object.
 """
 
 from __future__ import annotations
@@ -23,133 +28,241 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from inference.language.base import GenerationSettings, LanguageModel, Message
 from inference.language.embedding import Embedder
 
-NOT_AN_ACTION_START = {
-    "i", "you", "he", "she", "it", "we", "they", "the", "a", "an", "this", "that", "what", "who", "where", "when",
-    "why", "how", "which", "is", "are", "do", "does", "choice", "option", "player",
-}  # fmt: skip
-DANGLING_END = {"and", "or", "but", "then", "the", "a", "an", "to", "of", "with", "that", "their", "his", "her", "by"}
-LEAD_IN = re.compile(r"^\s*(?:try to|choose to|decide to|also)\s+", re.I)
+# Base forms of what a player can do in a scene. Abstract verbs ("navigate", "decide", "consider", "do",
+# "make") are left out on purpose: "Navigate the game of this tournament" reads as an action but is none.
+PLAYER_VERBS = frozenset("""
+accept accuse aim approach argue ask attack avoid back bang bargain bark bathe beg bind bite blow board
+bolt borrow bow break bribe bring burn bury buy call calm carry catch challenge charge chase check cheer
+chop clean climb close collect comfort confront cook count cover crawl creep cross crouch cut dance dash
+defend deliver demand descend dig dismount dive dodge drag draw drink drive drop duck eat embrace enter
+escape examine feed fetch fight fill find fish flee float follow force free gather give glance go grab
+grasp greet guard guide haggle hand help hide hike hit hold hop hug hunt hurry ignore inspect jump keep
+kick kiss kneel knock land lead leap leave lie lift light listen load lock look loosen lower march meet
+mend mount move offer open order paddle pay peek peer persuade pick plead plunge point poke pour pray
+press promise propose protect pull push race raise reach read refuse release repair rescue rest return ride ring
+row run rush sail salute save say scale scramble scream search seize sell set shake share shift shoot
+shout show signal sing sit slash sleep slip sneak speak splash spy stand stay steal steer step stop
+strike study swim swing take talk taste tell thank threaten throw tie toast touch trace track trade
+trust try turn unlock untie wade wait wake walk warn wash watch wave whisper wipe yell
+""".split())  # fmt: skip
+# Adverbs that may stand before the verb ("Quietly open the door").
+MANNER = frozenset("quietly slowly carefully quickly gently boldly calmly silently cautiously swiftly".split())
+# Words from outside the world: a player never meets a "game" or an "option" inside a story.
+OFF_WORLD = frozenset("""
+game games gameplay tournament tournaments player players option options choice choices story stories
+narrator chapter level levels quest-log npc prompt assistant ai user reader model sentence rewrite
+command plot score points click button menu scene
+""".split())  # fmt: skip
+# A choice ending on one of these was cut off mid-phrase.
+DANGLING_END = frozenset("""
+and or but then the a an to of with that their his her its your my our by from into onto towards toward
+at on in for as so if than very some any this these those is are was be
+""".split())  # fmt: skip
+# Small words that say nothing about what a choice acts on (the rest are its object).
+FUNCTION_WORDS = DANGLING_END | frozenset("it them him me you up down out over off away back all".split())
+# A choice speaks to the player, never as the player or about someone listening.
+SPEAKERS = frozenset("i i'm i'll me my mine we us you you're".split())
 EXAMPLE_SCENE = "A narrow forest path splits in two beside an old well."
-EXAMPLE_GUIDANCE = "The player chooses a way."
-EXAMPLE_ANSWER = "take the left path"
-REPLY_START = "The player could"
+EXAMPLE_CHOICE = "Take the left path"
+EXAMPLE_DESTINATION = "A dark hollow where wolves howl."
+EXAMPLE_ANSWER = "Take the left path down to the dark hollow"
 
 
 @dataclass(frozen=True)
 class ChoiceConfig:
-    """How many candidates to sample and what a good option measures."""
+    """How many rewrites to sample and what a good choice measures."""
 
-    # Candidate actions sampled per beat, as one batch: with SmolLM2 on tests/data/narrative/choices.json, 8
-    # gave a passing pair for 8 beats in 10 and 12 for all 10, at about 3.7 s a beat on one CPU thread.
-    candidates: int = 12
+    # Rewrites sampled per destination, as one batch: two give a second try at little cost, since the
+    # prompt is read once per batch row and the rows decode together.
+    candidates_per_destination: int = 2
     min_words: int = 2
-    max_words: int = 14
-    # MiniLM cosine to the scene and guidance: on-topic actions score 0.3-0.6, generic ones below 0.15.
-    min_relevance: float = 0.2
-    # Options closer than this say the same thing twice ("Open the door" / "Open the wooden door").
+    max_words: int = 10
+    # MiniLM cosine to the scene and the destination: rewrites about the beat score 0.3-0.7, generic ones
+    # ("Take the wound of this simple game") below 0.2.
+    min_relevance: float = 0.12
+    # Choices closer than this say the same thing twice ("Open the door" / "Open the wooden door").
     max_pair_similarity: float = 0.8
-    # Above this an option restates the guidance instead of acting on it.
-    max_guidance_similarity: float = 0.9
-    max_guidance_overlap: float = 0.75
-    # Warm enough that the candidates differ; one sentence of at most 14 words fits in 20 tokens.
+    # Scenes past this many characters are cut at a sentence end: the prompt is read before the first token,
+    # and a long prompt was most of the wait.
+    max_scene_characters: int = 160
+    # Warm enough that two rewrites differ; a choice of at most 10 words, less its seeded verb, fits in 14
+    # tokens, and every token is a step the player waits for.
     settings: GenerationSettings = field(
-        default_factory=lambda: GenerationSettings(temperature=0.9, max_new_tokens=20, stop=(".", "!", "\n"))
+        default_factory=lambda: GenerationSettings(temperature=0.8, max_new_tokens=14, stop=(".", "!", "\n", ";"))
     )
 
 
 @dataclass(frozen=True)
 class ChoiceResult:
-    """The two choices the player sees and where they came from."""
+    """The choices the player sees ({"text", "to"}), and which of them the model wrote."""
 
-    choices: tuple[str, ...]
-    source: str  # "generated" or "authored"
-    relevance: tuple[float, ...] = ()
+    choices: tuple[dict[str, str], ...]
+    # "generated" (every choice rewritten), "mixed" (some kept their authored text) or "authored".
+    source: str
+    generated: tuple[bool, ...] = ()
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(choice["text"] for choice in self.choices)
 
 
-def choice_messages(scene: str, guidance: str) -> list[Message]:
-    """The prompt for one candidate action: a worked example, then the beat, the reply seeded with REPLY_START."""
+def rewrite_messages(scene: str, choice: Mapping[str, str]) -> list[Message]:
+    """The prompt that rewrites one authored choice for `scene`, the reply seeded with the choice's verb."""
     return [
-        {"role": "system", "content": "You suggest what the player of an interactive story could do next: "
-                                      "one short action."},
-        {"role": "user", "content": question_for(EXAMPLE_SCENE, EXAMPLE_GUIDANCE)},
-        {"role": "assistant", "content": f"{REPLY_START} {EXAMPLE_ANSWER}."},
-        {"role": "user", "content": question_for(scene, guidance)},
-        {"role": "assistant", "content": REPLY_START},
+        {"role": "system", "content": "Rewrite the story choice for the scene as one short command."},
+        {"role": "user", "content": question_for(EXAMPLE_SCENE, EXAMPLE_CHOICE, EXAMPLE_DESTINATION)},
+        {"role": "assistant", "content": f"{EXAMPLE_ANSWER}."},
+        {"role": "user", "content": question_for(scene, choice["text"], choice.get("leads_to", ""))},
+        {"role": "assistant", "content": reply_seed(choice["text"])},
     ]  # fmt: skip
 
 
-def question_for(scene: str, guidance: str) -> str:
-    goal = f"\nGoal: {guidance.strip()}" if guidance.strip() else ""
-    return f"Scene: {scene.strip()}{goal}\nWhat could the player do next?"
+def question_for(scene: str, text: str, leads_to: str) -> str:
+    destination = f"\nLeads to: {leads_to.strip()}" if leads_to.strip() else ""
+    return f"Scene: {scene.strip()}\nChoice: {text.strip()}{destination}"
 
 
-def option_from(continuation: str) -> str:
-    """The action in a continuation of REPLY_START, tidied and capitalised ("" when nothing is left)."""
-    option = LEAD_IN.sub("", re.sub(r"[*_`\"]", "", continuation)).strip().rstrip(".,;:!").strip()
-    return option[:1].upper() + option[1:]
+def reply_seed(text: str) -> str:
+    words = text.split()
+    return words[0][:1].upper() + words[0][1:] if words else ""
+
+
+def shortened(scene: str, limit: int) -> str:
+    """`scene` cut after the last whole sentence within `limit` characters (the first sentence at least)."""
+    if len(scene) <= limit:
+        return scene
+    ends = [match.end() for match in re.finditer(r"[.!?](?=\s)", scene)]
+    within = [end for end in ends if end <= limit]
+    return scene[: (within or ends or [limit])[-1]].strip()
+
+
+def option_from(seed: str, continuation: str) -> str:
+    """The choice a seeded reply spells out, tidied and capitalised ("" when nothing is left)."""
+    text = re.sub(r"[*_`\"]", "", f"{seed}{continuation}").split("\n")[0]
+    return text.strip().rstrip(".,;:!").strip()
 
 
 def words_of(text: str) -> list[str]:
     return re.findall(r"[a-z']+", text.lower())
 
 
-def reads_as_action(option: str, config: ChoiceConfig) -> bool:
-    words = option.split()
-    if not config.min_words <= len(words) <= config.max_words or option.endswith("?"):
-        return False
-    if "<" in option or ":" in option or not words[0][:1].isalpha():
-        return False
-    if option.lower() == EXAMPLE_ANSWER or words[-1].lower().strip(",.") in DANGLING_END:
-        return False
-    return words[0].lower().strip(",.") not in NOT_AN_ACTION_START
+def wording_problems(text: str, config: ChoiceConfig | None = None) -> list[str]:
+    """What keeps `text` from reading as something a player could do, judged from its words alone."""
+    config = config or ChoiceConfig()
+    words = words_of(text)
+    problems: list[str] = []
+    if not config.min_words <= len(text.split()) <= config.max_words:
+        problems.append(f"{len(text.split())} words, not {config.min_words} to {config.max_words}")
+    if text.rstrip().endswith("?") or re.search(r"[<>:;,{}\[\]|()]", text):
+        problems.append("not one plain command")
+    if not words:
+        return [*problems, "no words"]
+    verb = words[1] if words[0] in MANNER and len(words) > 1 else words[0]
+    if verb not in PLAYER_VERBS:
+        problems.append(f"does not open with a verb a player can do ({verb!r})")
+    if off_world := sorted(set(words) & OFF_WORLD):
+        problems.append(f"words from outside the world: {', '.join(off_world)}")
+    if speakers := sorted(set(words) & SPEAKERS):
+        problems.append(f"speaks as someone ({', '.join(speakers)})")
+    if words[-1] in DANGLING_END:
+        problems.append(f"ends mid-phrase ({words[-1]!r})")
+    return problems
 
 
-def copies_guidance(option: str, guidance: str, similarity: float, config: ChoiceConfig) -> bool:
-    option_words = set(words_of(option))
-    guidance_words = set(words_of(guidance))
-    overlap = len(option_words & guidance_words) / max(len(option_words), 1)
-    return similarity >= config.max_guidance_similarity or (
-        bool(guidance_words) and overlap >= config.max_guidance_overlap
-    )
+def verb_and_object(text: str) -> tuple[str, set[str]]:
+    """The opening verb of a choice and the words it acts on (its content words after the verb)."""
+    words = words_of(text)
+    if words and words[0] in MANNER:
+        words = words[1:]
+    if not words:
+        return "", set()
+    return words[0], {word for word in words[1:] if word not in FUNCTION_WORDS}
 
 
-def best_pair(
-    options: Sequence[str], scene: str, guidance: str, embedder: Embedder, config: ChoiceConfig
-) -> tuple[tuple[str, str], tuple[float, float]] | None:
-    """The passing pair of `options` with the highest summed relevance, with those relevances; None if none."""
-    unique = list(dict.fromkeys(option for option in options if reads_as_action(option, config)))
-    if len(unique) < 2:
-        return None
-    vectors = embedder.embed([*unique, f"{scene} {guidance}".strip(), guidance or scene])  # (U + 2, D)
-    option_vectors, context, guidance_vector = vectors[:-2], vectors[-2], vectors[-1]
-    relevance = option_vectors @ context  # (U,)
-    guidance_similarity = option_vectors @ guidance_vector  # (U,)
-    good = [
-        index
-        for index, option in enumerate(unique)
-        if relevance[index] >= config.min_relevance
-        and not (guidance and copies_guidance(option, guidance, float(guidance_similarity[index]), config))
-    ]
-    pair_similarity = option_vectors @ option_vectors.T  # (U, U)
-    best: tuple[float, int, int] | None = None
-    for first, second in itertools.combinations(good, 2):
-        if pair_similarity[first, second] >= config.max_pair_similarity:
-            continue
-        total = float(relevance[first] + relevance[second])
-        if best is None or total > best[0]:
-            best = (total, first, second)
-    if best is None:
-        return None
-    _, first, second = best
-    return (unique[first], unique[second]), (float(relevance[first]), float(relevance[second]))
+def destination_text(choice: Mapping[str, str]) -> str:
+    """Where an authored choice leads, in words: the choice itself and the scene it leads to."""
+    return f"{choice['text']}. {choice.get('leads_to', '')}".strip()
+
+
+class RememberingEmbedder:
+    """An embedder that embeds each text once: a beat's checks compare the same texts many times."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(text for text in texts if text not in self.vectors))
+        if missing:
+            self.vectors |= dict(zip(missing, self.embedder.embed(missing), strict=True))
+        return np.stack([self.vectors[text] for text in texts]) if texts else np.zeros((0, 0), np.float32)
+
+
+def pair_problems(
+    pair: Sequence[Mapping[str, str]],
+    beat: Mapping[str, Any],
+    embedder: Embedder,
+    config: ChoiceConfig | None = None,
+) -> list[str]:
+    """Every reason a person would not accept `pair` ({"text", "to"} each) as the choices of `beat`
+    ({"scene", "authored": [{"text", "to", "leads_to"}]}); [] when they would."""
+    config = config or ChoiceConfig()
+    problems: list[str] = []
+    for choice in pair:
+        found = wording_problems(choice["text"], config) + measured_problems(choice, beat, embedder, config)
+        problems += [f"{choice['text']!r}: {problem}" for problem in found]
+    for first, second in itertools.combinations(pair, 2):
+        found = alike(first["text"], second["text"], embedder, config)
+        problems += [f"{first['text']!r} and {second['text']!r}: {problem}" for problem in found]
+    return problems
+
+
+def measured_problems(
+    choice: Mapping[str, str], beat: Mapping[str, Any], embedder: Embedder, config: ChoiceConfig
+) -> list[str]:
+    """Whether one choice is about the beat and faithful to where it leads, measured by embeddings."""
+    authored: list[Mapping[str, str]] = list(beat.get("authored", []))
+    own = next((index for index, option in enumerate(authored) if option["to"] == choice["to"]), None)
+    if own is None:
+        return [f"leads to {choice['to']!r}, where no authored choice leads"]
+    destinations = [destination_text(option) for option in authored]
+    context = f"{beat.get('scene', '')} {authored[own].get('leads_to', '')}".strip()
+    vectors = embedder.embed([choice["text"], context, *destinations])  # (2 + A, D)
+    problems: list[str] = []
+    known = set(words_of(" ".join([str(beat.get("scene", "")), *destinations])))
+    strangers = [word for word in choice["text"].split()[1:] if word[:1].isupper() and words_of(word)
+                 and re.sub(r"'s$", "", words_of(word)[0]) not in known]  # fmt: skip
+    if strangers:
+        problems.append(f"names what the beat never mentions ({', '.join(strangers)})")
+    relevance = float(vectors[0] @ vectors[1])
+    if relevance < config.min_relevance:
+        problems.append(f"not about this beat (relevance {relevance:.2f} < {config.min_relevance})")
+    closeness = vectors[2:] @ vectors[0]  # (A,)
+    others = [index for index, option in enumerate(authored) if option["to"] != choice["to"]]
+    if others and max(float(closeness[index]) for index in others) >= float(closeness[own]):
+        problems.append("reads more like another choice's destination than its own")
+    return problems
+
+
+def alike(first: str, second: str, embedder: Embedder, config: ChoiceConfig) -> list[str]:
+    problems: list[str] = []
+    vectors = embedder.embed([first, second])  # (2, D)
+    similarity = float(vectors[0] @ vectors[1])
+    if similarity >= config.max_pair_similarity:
+        problems.append(f"say the same thing (similarity {similarity:.2f})")
+    (first_verb, first_object), (second_verb, second_object) = verb_and_object(first), verb_and_object(second)
+    if first_verb == second_verb and (first_object & second_object or first_object == second_object):
+        problems.append(f"the same verb on the same thing ({first_verb!r})")
+    return problems
 
 
 def sample_candidates(
@@ -166,23 +279,75 @@ def sample_candidates(
     ]
 
 
+def rewrites_for(
+    model: LanguageModel, scene: str, choice: Mapping[str, str], config: ChoiceConfig, seed: int | None
+) -> list[str]:
+    """The distinct rewrites of one authored choice that read as a player's action (not its own text again)."""
+    messages = rewrite_messages(shortened(scene, config.max_scene_characters), choice)
+    settings = dataclasses.replace(config.settings, seed=seed)
+    replies = sample_candidates(model, messages, settings, config.candidates_per_destination)
+    seed_word = messages[-1]["content"]
+    options = [option_from(seed_word, reply) for reply in replies]
+    authored = choice["text"].strip().lower()
+    # Words of the worked example that this beat never uses: a rewrite with one copied the example.
+    echoes = set(words_of(f"{EXAMPLE_SCENE} {EXAMPLE_DESTINATION} {EXAMPLE_ANSWER}")) - FUNCTION_WORDS - PLAYER_VERBS
+    echoes -= set(words_of(f"{scene} {choice['text']} {choice.get('leads_to', '')}"))
+    kept = [
+        option
+        for option in options
+        if option.lower() != authored and not set(words_of(option)) & echoes and not wording_problems(option, config)
+    ]
+    return list(dict.fromkeys(kept))
+
+
 def generate_choices(
     model: LanguageModel,
     embedder: Embedder,
     *,
     scene: str,
-    guidance: str,
-    authored: Sequence[str],
+    guidance: str = "",
+    authored: Sequence[Mapping[str, str]],
     config: ChoiceConfig | None = None,
     seed: int | None = None,
 ) -> ChoiceResult:
-    """Two generated choices for a beat, or its authored choices when no generated pair passes."""
+    """A beat's choices: each authored choice ({"text", "to", "leads_to"}) rewritten for `scene`, or kept as
+    written where no rewrite passes; the offered pair passes `pair_problems` whenever a rewritten one does.
+
+    `guidance` (what the beat wants of the player) is accepted for the callers that have it; the authored
+    choices already say what the player may do, and every word of prompt is time the player waits.
+    """
     config = config or ChoiceConfig()
-    settings = dataclasses.replace(config.settings, seed=seed)
-    replies = sample_candidates(model, choice_messages(scene, guidance), settings, config.candidates)
-    options = [option for reply in replies if (option := option_from(reply))]
-    found = best_pair(options, scene, guidance, embedder, config)
-    if found is None:
-        return ChoiceResult(choices=tuple(authored), source="authored")
-    pair, relevance = found
-    return ChoiceResult(choices=pair, source="generated", relevance=relevance)
+    beat = {"scene": scene, "guidance": guidance, "authored": list(authored)}
+    remembering = RememberingEmbedder(embedder)
+    options: list[list[tuple[str, bool]]] = []  # per destination: (text, generated), best first
+    for index, choice in enumerate(authored):
+        rewrites = rewrites_for(model, scene, choice, config, None if seed is None else seed * 101 + index)
+        remembering.embed([*rewrites, choice["text"]])
+        passing = [
+            text
+            for text in rewrites
+            if not measured_problems({"text": text, "to": choice["to"]}, beat, remembering, config)
+        ]
+        options.append([(text, True) for text in passing] + [(choice["text"], False)])
+    best: tuple[int, list[tuple[str, bool]]] | None = None
+    for combination in itertools.product(*options):
+        generated_count = sum(generated for _, generated in combination)
+        if best is not None and generated_count <= best[0]:
+            continue
+        offered = [{"text": text, "to": choice["to"]} for (text, _), choice in zip(combination, authored, strict=True)]
+        rewritten_pairs = [
+            (first, second)
+            for (first, second) in itertools.combinations(range(len(offered)), 2)
+            if combination[first][1] or combination[second][1]
+        ]
+        if all(
+            not alike(offered[first]["text"], offered[second]["text"], remembering, config)
+            for first, second in rewritten_pairs
+        ):
+            best = (generated_count, list(combination))
+    assert best is not None  # the all-authored combination has no rewritten pair to fail
+    chosen = best[1]
+    flags = tuple(generated for _, generated in chosen)
+    source = "generated" if flags and all(flags) else "mixed" if any(flags) else "authored"
+    choices = tuple({"text": text, "to": choice["to"]} for (text, _), choice in zip(chosen, authored, strict=True))
+    return ChoiceResult(choices=choices, source=source, generated=flags)

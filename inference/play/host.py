@@ -462,7 +462,9 @@ class SessionHost:
         state = hosted.story_state
         if state.ended or state.offered is not None:
             return
-        self.jobs.append(
+        # First in line: the player waits for these with nothing to do, while a reply or a hook's outcome
+        # queued before them is already on its way to the screen.
+        self.jobs.insert(0,
             Job("offer", hosted.id, hosted.setting, {
                 "beat": state.beat, "scene": hosted.story.scene(state), "guidance": hosted.story.guidance(state),
                 "authored": hosted.story.authored(state),

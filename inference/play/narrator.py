@@ -23,11 +23,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from inference.language.base import GenerationSettings, LanguageModel, Message, complete
 from inference.language.embedding import Embedder
-from inference.narrative.choices import generate_choices
+from inference.narrative.choices import ChoiceResult, generate_choices
 from inference.narrative.hooks import BranchClassifier, fallback_messages
 from inference.narrative.memory import extract_memories
 from inference.narrative.prompting import (
@@ -255,37 +253,34 @@ class Narrator:
     # A beat's choices
 
     def offer(self, job: Job, link: PlatformLink) -> None:
+        """Write the beat's choices, each a rewrite of one authored choice that leads where that one leads."""
         authored: list[dict[str, str]] = job.data["authored"]
-        choices, source = authored, "authored"
+        choices = [{"text": choice["text"], "to": choice["to"]} for choice in authored]
+        source = "authored"
         model = self.language_model
         if model is not None and authored:
             result = generate_choices(
-                model, self.embedder, scene=job.data["scene"], guidance=job.data["guidance"],
-                authored=[choice["text"] for choice in authored], seed=job.data["seed"],
+                model, self.embedder, scene=job.data["scene"], guidance=job.data["guidance"], authored=authored,
+                seed=job.data["seed"],
             )  # fmt: skip
-            setting = job.setting
-            safe = setting is None or all(
-                allowed(text, setting, link, job.session, "choices") for text in result.choices
-            )
-            if result.source == "generated" and safe:
-                choices, source = self.leading_where_authored(list(result.choices), authored), "generated"
+            choices, source = self.leading_where_authored(result, authored, job, link), result.source
+            if all(choice["text"] == original["text"] for choice, original in zip(choices, authored, strict=True)):
+                source = "authored"
         offer = {"type": "offer", "beat": job.data["beat"], "choices": choices, "source": source}
         link.send({"type": "session.propose", "session": job.session, "input": offer})
 
-    def leading_where_authored(self, generated: list[str], authored: list[dict[str, str]]) -> list[dict[str, str]]:
-        """Each generated choice leads where the authored choice most like it leads, two choices to two places
-        when the beat has two or more."""
-        vectors = self.embedder.embed(generated + [choice["text"] for choice in authored])  # (G + A, D)
-        similarity = vectors[: len(generated)] @ vectors[len(generated) :].T  # (G, A)
-        targets: list[int] = []
-        for row in similarity:
-            order = [int(index) for index in np.argsort(-row)]
-            targets.append(next((index for index in order if index not in targets), order[0]))
-        if len(generated) == 2 and len(authored) >= 2:
-            crossed = similarity[0, targets[1]] + similarity[1, targets[0]]
-            if crossed > similarity[0, targets[0]] + similarity[1, targets[1]]:
-                targets.reverse()
-        return [{"text": text, "to": authored[target]["to"]} for text, target in zip(generated, targets, strict=True)]
+    def leading_where_authored(
+        self, result: ChoiceResult, authored: list[dict[str, str]], job: Job, link: PlatformLink
+    ) -> list[dict[str, str]]:
+        """The written choices, each leading where the authored choice it rewrites leads; a rewrite the world's
+        rating refuses gives way to that authored choice's own text."""
+        setting = job.setting
+        return [
+            {"text": written["text"], "to": original["to"]}
+            if setting is None or allowed(written["text"], setting, link, job.session, "choices")
+            else {"text": original["text"], "to": original["to"]}
+            for written, original in zip(result.choices, authored, strict=True)
+        ]
 
     # A hook's outcome
 

@@ -2,8 +2,9 @@
 along the beat graph.
 
 The story is the published version's document (worlds.documents): beats with scenes, guidance and authored
-choices. The choices on offer at a beat are the ones the narrative engine wrote for it (each leading where
-one of the authored choices leads) or, when it could not write a good pair, the authored ones.
+choices. The choices on offer at a beat are the ones the narrative engine wrote for it, each a rewrite of one
+authored choice for the scene that leads where that choice leads; an authored choice it could not rewrite
+well is offered as written.
 """
 
 from __future__ import annotations
@@ -49,7 +50,12 @@ class StoryGraph:
         return StoryState(beat=self.start, ended=not self.beats[self.start].get("choices"))
 
     def authored(self, state: StoryState) -> list[dict[str, str]]:
-        return [{"text": choice["text"], "to": choice["to"]} for choice in self.beats[state.beat].get("choices", [])]
+        """The beat's authored choices, each with the scene it leads to (`leads_to`): a choice is rewritten
+        for the place it leads."""
+        return [
+            {"text": choice["text"], "to": choice["to"], "leads_to": self.beats.get(choice["to"], {}).get("scene", "")}
+            for choice in self.beats[state.beat].get("choices", [])
+        ]
 
     def choices(self, state: StoryState) -> list[str]:
         """The texts on offer at the state's beat (none until they are written)."""

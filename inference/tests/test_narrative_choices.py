@@ -1,4 +1,5 @@
-"""Live choices: parsing numbered lists, measuring options, keeping the best pair, falling back to authored ones."""
+"""Live choices: each authored choice rewritten for the scene, the checks a person would agree with, and the
+authored text wherever a rewrite fails them."""
 
 from __future__ import annotations
 
@@ -7,102 +8,117 @@ from collections.abc import Iterator
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import HashedWordsEmbedder
 from inference.narrative.choices import (
-    EXAMPLE_ANSWER,
-    REPLY_START,
     ChoiceConfig,
-    best_pair,
-    choice_messages,
     generate_choices,
     option_from,
+    pair_problems,
+    rewrite_messages,
+    shortened,
+    wording_problems,
 )
 
 EMBEDDER = HashedWordsEmbedder()
 SCENE = "A dim cellar with a rusty door in the far wall and water dripping from the ceiling."
-GUIDANCE = "The player should find a way out of the cellar."
-AUTHORED = ["Force the rusty door", "Search the cellar"]
+AUTHORED = [
+    {"text": "Force the rusty door", "to": "stair", "leads_to": "The rusty door gives way onto a stone stair."},
+    {"text": "Search the cellar", "to": "brick", "leads_to": "Behind a barrel in the cellar you find a loose brick."},
+]
+BEAT = {"scene": SCENE, "guidance": "Find a way out.", "authored": AUTHORED}
 # Hashed words give lower cosines than MiniLM; the measured rules are the same.
-LENIENT = ChoiceConfig(min_relevance=0.1)
+LENIENT = ChoiceConfig(min_relevance=0.05)
 
 
-class CandidateModel:
-    """Returns one scripted reply per candidate, as the local backend's batched `candidates` does."""
+class RewritingModel:
+    """Returns scripted continuations per authored choice (found by its verb, the reply's seed)."""
 
-    def __init__(self, replies: list[str]) -> None:
+    def __init__(self, replies: dict[str, list[str]]) -> None:
         self.replies = replies
-        self.requests: list[tuple[list[Message], int]] = []
+        self.requests: list[tuple[list[Message], int, int]] = []
 
     def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
-        yield self.replies[0]
+        yield self.replies[messages[-1]["content"]][0]
 
     def candidates(self, messages: list[Message], settings: GenerationSettings, count: int) -> list[str]:
-        self.requests.append((messages, count))
-        return (self.replies * count)[:count]
+        self.requests.append((messages, count, settings.max_new_tokens))
+        return (self.replies[messages[-1]["content"]] * count)[:count]
 
 
-class StreamOnlyModel:
-    """A backend without batching: one request per candidate, with a different seed each time."""
-
-    def __init__(self) -> None:
-        self.seeds: list[int | None] = []
-
-    def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
-        self.seeds.append(settings.seed)
-        yield [" kick the rusty door open", " search the dripping cellar walls"][len(self.seeds) % 2]
+def pair(first: str, second: str) -> list[dict[str, str]]:
+    return [{"text": first, "to": "stair"}, {"text": second, "to": "brick"}]
 
 
-def test_a_continuation_becomes_a_tidy_capitalised_action() -> None:
-    assert option_from(" try to **open the rusty door**.") == "Open the rusty door"
-    assert option_from(" ...") == ""
+def test_a_seeded_continuation_becomes_a_tidy_choice() -> None:
+    assert option_from("Force", " the **rusty door** open.") == "Force the rusty door open"
+    assert option_from("Force", "\nScene: a cellar") == "Force"
 
 
-def test_the_best_passing_pair_is_kept_and_poor_options_are_dropped() -> None:
-    options = [
-        "Kick the rusty door open",
-        "Search the cellar walls for a draft",
-        "Do",  # too short
-        "What is behind the door?",  # a question
-        "You feel sad about the rusty door in the cellar",  # opens with a pronoun
-        "The player should find a way out of the cellar",  # the guidance, copied
-        "Kick the rusty door and",  # cut off mid-sentence
-        EXAMPLE_ANSWER.capitalize(),  # the worked example's answer, repeated
-    ]
-    found = best_pair(options, SCENE, GUIDANCE, EMBEDDER, LENIENT)
-    assert found is not None
-    pair, relevance = found
-    assert set(pair) == {"Kick the rusty door open", "Search the cellar walls for a draft"}
-    assert all(score >= LENIENT.min_relevance for score in relevance)
+def test_a_choice_must_open_with_something_a_player_can_do() -> None:
+    assert wording_problems("Kick the rusty door open") == []
+    assert wording_problems("Quietly open the rusty door") == []
+    assert any("verb" in problem for problem in wording_problems("Navigate the dark cellar"))
+    assert any("verb" in problem for problem in wording_problems("The door is rusty"))
 
 
-def test_two_options_that_say_the_same_thing_are_not_a_pair() -> None:
-    assert best_pair(["Open the rusty door", "Open the rusty door now"], SCENE, GUIDANCE, EMBEDDER, LENIENT) is None
+def test_words_from_outside_the_world_and_half_phrases_are_refused() -> None:
+    assert any("outside the world" in problem for problem in wording_problems("Take the wound of this simple game"))
+    assert any("mid-phrase" in problem for problem in wording_problems("Kick the rusty door and"))
+    assert any("speaks as" in problem for problem in wording_problems("Search the cellar, I have no more"))
+    assert any("words" in problem for problem in wording_problems("Go"))
 
 
-def test_generated_choices_come_from_the_candidates_of_one_batch() -> None:
-    model = CandidateModel([" kick the rusty door open", " search the cellar walls for a draft.", " nonsense"])
-    result = generate_choices(model, EMBEDDER, scene=SCENE, guidance=GUIDANCE, authored=AUTHORED, config=LENIENT)
+def test_a_pair_a_person_would_accept_has_no_problems() -> None:
+    assert pair_problems(pair("Kick the rusty door open", "Search the cellar barrels"), BEAT, EMBEDDER, LENIENT) == []
+
+
+def test_two_choices_that_say_the_same_thing_are_not_a_pair() -> None:
+    problems = pair_problems(pair("Open the rusty door", "Open the rusty door now"), BEAT, EMBEDDER, LENIENT)
+    assert any("same" in problem for problem in problems)
+
+
+def test_a_choice_must_read_like_its_own_destination_not_the_others() -> None:
+    problems = pair_problems(pair("Search the cellar barrels", "Force the rusty door"), BEAT, EMBEDDER, LENIENT)
+    assert any("another choice's destination" in problem for problem in problems)
+
+
+def test_a_choice_must_be_about_the_beat() -> None:
+    problems = pair_problems(pair("Kick the rusty door", "Sing about distant mountains"), BEAT, EMBEDDER)
+    assert any("not about this beat" in problem for problem in problems)
+
+
+def test_each_authored_choice_is_rewritten_and_keeps_its_destination() -> None:
+    model = RewritingModel({"Force": [" the rusty door open"], "Search": [" the cellar behind the barrel"]})
+    result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT, seed=3)
     assert result.source == "generated"
-    assert set(result.choices) == {"Kick the rusty door open", "Search the cellar walls for a draft"}
-    messages, count = model.requests[0]
-    assert count == LENIENT.candidates
-    assert messages[-1] == {"role": "assistant", "content": REPLY_START}
+    assert result.choices == (
+        {"text": "Force the rusty door open", "to": "stair"},
+        {"text": "Search the cellar behind the barrel", "to": "brick"},
+    )
+    assert [(count, tokens) for _, count, tokens in model.requests] == [(2, 14), (2, 14)]
+    assert "stone stair" in model.requests[0][0][-2]["content"]  # the rewrite is told where it leads
+
+
+def test_a_rewrite_that_fails_gives_way_to_its_authored_choice_alone() -> None:
+    model = RewritingModel({"Force": [" the rusty door open"], "Search": [" the game of this tournament"]})
+    result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)
+    assert result.source == "mixed"
+    assert result.texts == ("Force the rusty door open", "Search the cellar")
+    assert [choice["to"] for choice in result.choices] == ["stair", "brick"]
 
 
 def test_nonsense_falls_back_to_the_authored_choices() -> None:
-    model = CandidateModel([" the the the", " <|im_start|>user: hello", " ???", " 2019-08-31"])
-    result = generate_choices(model, EMBEDDER, scene=SCENE, guidance=GUIDANCE, authored=AUTHORED, config=LENIENT)
+    model = RewritingModel({"Force": [" <|im_start|>user: hello"], "Search": [" ???"]})
+    result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)
     assert result.source == "authored"
-    assert result.choices == tuple(AUTHORED)
+    assert result.texts == ("Force the rusty door", "Search the cellar")
 
 
-def test_a_backend_without_batching_is_asked_once_per_candidate_with_distinct_seeds() -> None:
-    model = StreamOnlyModel()
-    result = generate_choices(
-        model, EMBEDDER, scene=SCENE, guidance=GUIDANCE, authored=AUTHORED, config=LENIENT, seed=5
-    )
-    assert result.source == "generated"
-    assert model.seeds == list(range(5, 5 + LENIENT.candidates))
+def test_a_rewrite_that_only_repeats_the_authored_choice_is_not_counted_as_written() -> None:
+    model = RewritingModel({"Force": [" the rusty door"], "Search": [" the cellar"]})
+    result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)
+    assert result.source == "authored"
 
 
-def test_the_prompt_names_the_scene_and_guidance() -> None:
-    messages = choice_messages(SCENE, GUIDANCE)
-    assert SCENE in messages[-2]["content"] and GUIDANCE in messages[-2]["content"]
+def test_a_long_scene_is_cut_at_a_sentence_end() -> None:
+    scene = "The cellar is dim. " * 20
+    assert shortened(scene, 40) == "The cellar is dim. The cellar is dim."
+    assert rewrite_messages(SCENE, AUTHORED[0])[-1] == {"role": "assistant", "content": "Force"}

@@ -222,15 +222,57 @@ def test_without_a_good_generated_pair_the_beat_offers_its_authored_choices(tiny
     assert proposal["input"]["choices"] == STORY["beats"][0]["choices"]
 
 
-def test_generated_choices_lead_where_the_authored_choices_most_like_them_lead() -> None:
-    narrator = Narrator(HashedWordsEmbedder(), None)
-    authored = STORY["beats"][0]["choices"]
+class RewritingModel:
+    """Rewrites each authored choice by a script keyed on its verb, the seed of the reply."""
 
-    def led(texts: list[str]) -> list[str]:
-        return [choice["to"] for choice in narrator.leading_where_authored(texts, authored)]
+    def __init__(self, replies: dict[str, str]) -> None:
+        self.replies = replies
 
-    assert led(["ask the old guard about it", "board the ship quietly"]) == ["guard", "ship"]
-    assert led(["board the ship at once", "ask the guard politely"]) == ["ship", "guard"]
+    def stream(self, messages: list[Any], settings: Any) -> Any:
+        yield self.replies[messages[-1]["content"]]
+
+    def candidates(self, messages: list[Any], settings: Any, count: int) -> list[str]:
+        return [self.replies[messages[-1]["content"]]] * count
+
+
+def test_each_written_choice_leads_where_the_authored_choice_it_rewrites_leads() -> None:
+    session_host = host()
+    session_host.open(open_message(story=STORY))
+    (offer_job,) = session_host.take_jobs()
+    assert [choice["leads_to"] for choice in offer_job.data["authored"]] == ["The deck creaks.", "The guard frowns."]
+    model = RewritingModel({"Board": " the creaking ship in the fog", "Ask": " the frowning guard about the fog"})
+    link = RecordingLink()
+    Narrator(HashedWordsEmbedder(), lambda: model).run(offer_job, link)
+    (proposal,) = link.of_type("session.propose")
+    assert proposal["input"]["choices"] == [
+        {"text": "Board the creaking ship in the fog", "to": "ship"},
+        {"text": "Ask the frowning guard about the fog", "to": "guard"},
+    ]
+    assert proposal["input"]["source"] == "generated"
+
+
+def test_a_written_choice_the_rating_refuses_gives_way_to_its_authored_text() -> None:
+    session_host = host()
+    session_host.open(open_message(story=STORY))
+    (offer_job,) = session_host.take_jobs()
+    model = RewritingModel({"Board": " the creaking ship in the fog", "Ask": " the guard to kill yourself"})
+    link = RecordingLink()
+    Narrator(HashedWordsEmbedder(), lambda: model).run(offer_job, link)
+    (proposal,) = link.of_type("session.propose")
+    assert proposal["input"]["choices"][1] == {"text": "Ask the guard", "to": "guard"}
+    assert link.of_type("session.blocked")
+
+
+def test_a_beats_choices_are_written_before_work_queued_earlier() -> None:
+    ship = {"name": "ship", "scene": "The deck creaks.", "choices": [{"text": "Sail away", "to": "guard"}]}
+    story = STORY | {"beats": [STORY["beats"][0], ship, STORY["beats"][2]]}
+    session_host = host()
+    session_host.open(open_message(story=story))
+    session_host.take_jobs()
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello"})
+    session_host.input("s", 2, {"type": "offer", "beat": "pier", "choices": STORY["beats"][0]["choices"]})
+    session_host.input("s", 3, {"type": "choice", "index": 0})
+    assert [job.kind for job in session_host.take_jobs()] == ["offer", "reply"]
 
 
 def test_a_worker_without_a_model_says_so_when_a_character_is_addressed() -> None:
