@@ -49,7 +49,7 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     assert SessionEvent.objects.filter(session=session, kind="key_down", payload__key="KeyW").exists()
     page.get_by_label("Change the world").fill("make it night")
     page.get_by_role("button", name="Send").click()
-    expect(page.locator(".player-log")).to_contain_text("The world changes.")
+    expect(page.locator(".player-log")).to_contain_text("Night falls.")
     choices = page.get_by_role("group", name="Choices")
     expect(choices.get_by_role("button")).to_have_count(2)
     # The choices are written live (and may be the authored ones): the log says where each one leads.
