@@ -14,6 +14,7 @@
   const statusLine = root.querySelector(".player-status");
   const log = root.querySelector(".player-log");
   const choiceBar = root.querySelector(".player-choices");
+  const thinkingLine = root.querySelector(".player-thinking");
   const sequenceKey = `worldloom.sequence.${sessionId}`;
   const keyNames = new Set(["KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight"]);
   const keyAliases = { ArrowUp: "KeyW", ArrowDown: "KeyS" };
@@ -35,6 +36,9 @@
   let latency = null;
   let backoff = 500;
   let drawing = false;
+  // A beat's scene arrives at once and its choices a moment later, once the model has written them. Between
+  // the two the page says so where the choices will be. Waiting: at the start of a story, and after a choice.
+  let awaitingChoices = root.dataset.story === "true";
 
   function showStatus() {
     const parts = [state === "running" ? "Live" : state];
@@ -111,8 +115,15 @@
         if (sent && !message.duplicate) awaitingFrame.set(message.sequence, performance.now());
         break;
       }
-      case "narration": say(message.text); break;
-      case "choices": showChoices(message.choices); break;
+      case "narration":
+        say(message.text);
+        if (awaitingChoices) think(true); // the beat's scene: its choices are being written
+        break;
+      case "choices":
+        awaitingChoices = false;
+        think(false);
+        showChoices(message.choices);
+        break;
       case "votes":
         choiceBar.querySelectorAll("button").forEach((button, index) => {
           button.textContent = `${button.dataset.text} (${message.tally[index] || 0})`;
@@ -172,6 +183,10 @@
     debugPanel.hidden = false;
   }
 
+  function think(thinking) {
+    if (thinkingLine) thinkingLine.textContent = thinking ? "The story is thinking…" : "";
+  }
+
   function showChoices(choices) {
     choiceBar.replaceChildren();
     choices.forEach((text, index) => {
@@ -180,7 +195,13 @@
       button.textContent = text;
       button.dataset.text = text;
       // In a Live world a choice is a vote, which may be changed until the vote closes.
-      button.addEventListener("click", () => { send("choice", { index }); if (!live) choiceBar.replaceChildren(); });
+      button.addEventListener("click", () => {
+        send("choice", { index });
+        if (live) return;
+        choiceBar.replaceChildren();
+        awaitingChoices = true;
+        think(true);
+      });
       choiceBar.append(button);
     });
   }
