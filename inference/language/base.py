@@ -10,6 +10,7 @@ continuation. The narrative engine grounds replies this way (see inference/narra
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypedDict
@@ -26,8 +27,8 @@ class GenerationSettings:
 
     # Low enough that a 135M model stays on topic, high enough that two replies to the same line differ.
     temperature: float = 0.7
-    # Characters speak in a few sentences; short replies are also what keeps a small model coherent.
-    max_new_tokens: int = 80
+    # Room for three sentences of a character's reply (about 25 tokens each); max_sentences ends it sooner.
+    max_new_tokens: int = 90
     # Extra sequences that end the reply (the role-tag stops in ROLE_STOPS always apply).
     stop: tuple[str, ...] = ()
     # None samples freshly each time; a number makes a local reply repeatable (tests, evaluations).
@@ -36,6 +37,13 @@ class GenerationSettings:
     top_p: float = 0.9
     # A mild penalty stops SmolLM2's tendency to loop on one phrase; 1.0 turns it off.
     repetition_penalty: float = 1.1
+    # The reply ends with its Nth whole sentence, and a reply that runs out of tokens mid-sentence is cut back
+    # to its last whole one: a small model drifts into nonsense the longer it talks, and a cut-off sentence
+    # reads as a fault. Characters speak in three; None streams whatever the model writes.
+    max_sentences: int | None = 3
+    # Tokens that write letters of another script are never sampled ("latin": the worlds are written in
+    # English): SmolLM2 drifted into Hebrew and Chinese mid-reply. A local-backend option; a server ignores it.
+    script: str | None = "latin"
 
 
 class LanguageModel(Protocol):
@@ -48,6 +56,13 @@ def leading_label(speaker: str | None) -> re.Pattern[str]:
     """A label a model sometimes writes at the very start of its own turn ("assistant\\n", "Eve: ")."""
     names = ["assistant", "Assistant", "model", *([re.escape(speaker)] if speaker else [])]
     return re.compile(rf"^\s*(?:<\|[^|>]*\|>\s*)*(?:{'|'.join(names)})\s*[:\n]\s*")
+
+
+@dataclass
+class DecodingOutcome:
+    """How a backend's raw text ended, told to the sentence limit once the text has run out."""
+
+    ran_out: bool = False  # the token budget (max_new_tokens) ended it, not the model's own end of turn
 
 
 def complete(model: LanguageModel, messages: list[Message], settings: GenerationSettings) -> str:
@@ -133,9 +148,24 @@ class ReplyCleaner:
 
 
 def cleaned(
-    pieces: Iterable[str], settings: GenerationSettings, *, continuation: bool = False, speaker: str | None = None
+    pieces: Iterable[str],
+    settings: GenerationSettings,
+    *,
+    continuation: bool = False,
+    speaker: str | None = None,
+    outcome: DecodingOutcome | None = None,
 ) -> Iterator[str]:
-    """`pieces` of raw model text, cleaned and cut at the first stop; stops consuming once a stop is found."""
+    """`pieces` of raw model text, cleaned, cut at the first stop and after `settings.max_sentences` sentences;
+    stops consuming once either is reached. `outcome` tells whether the raw text ran out of tokens."""
+    text = cleaned_text(pieces, settings, continuation=continuation, speaker=speaker)
+    if settings.max_sentences is None:
+        return text
+    return sentence_limited(text, settings.max_sentences, outcome)
+
+
+def cleaned_text(
+    pieces: Iterable[str], settings: GenerationSettings, *, continuation: bool, speaker: str | None
+) -> Iterator[str]:
     cleaner = ReplyCleaner(stops=ROLE_STOPS + tuple(settings.stop), speaker=speaker, continuation=continuation)
     for piece in pieces:
         out = cleaner.feed(piece)
@@ -146,3 +176,73 @@ def cleaned(
     tail = cleaner.close()
     if tail:
         yield tail
+
+
+# A sentence ends at ., !, ? or … (a run of them, then closing quotes or brackets) followed by white space; at
+# the very end of a reply the white space is not needed. "Mr. Hale" counts as two sentences: rare in speech,
+# and only costs a shorter reply.
+CLOSING = "\"'\u201d\u2019)\\]"  # quotes (straight and curly) and brackets that close a sentence
+SENTENCE_END = re.compile(rf"[.!?…]+[{CLOSING}]*(?=\s)")
+SENTENCE_END_AT_END = re.compile(rf"[.!?…]+[{CLOSING}]*\s*$")
+
+
+def sentence_limited(
+    pieces: Iterable[str], max_sentences: int, outcome: DecodingOutcome | None = None
+) -> Iterator[str]:
+    """`pieces` up to the end of the `max_sentences`th whole sentence; stops consuming there.
+
+    Text after the last sentence end is held back until the next sentence end releases it. When the pieces
+    run out, the held text is released if the model ended its turn itself, and dropped if `outcome` says the
+    token budget ran out mid-sentence, unless there is no whole sentence before it (some text beats none).
+    """
+    released = 0  # characters of `text` already yielded
+    sentences = 0
+    text = ""
+    for piece in pieces:
+        text += piece
+        for end in SENTENCE_END.finditer(text, released):
+            yield text[released : end.end()]
+            released = end.end()
+            sentences += 1
+            if sentences >= max_sentences:
+                return
+    tail = text[released:]
+    if not tail:
+        return
+    unfinished = outcome is not None and outcome.ran_out and not SENTENCE_END_AT_END.search(tail)
+    if not unfinished or sentences == 0:
+        yield tail.rstrip() if unfinished else tail
+
+
+# Script blocks that name their characters without the script's name in each letter.
+FOREIGN_NAME_PREFIXES = ("CJK", "IDEOGRAPHIC", "FULLWIDTH", "HALFWIDTH")
+
+
+def foreign_script(text: str, script: str = "latin") -> bool:
+    """Whether `text` writes a letter, mark or digit of a script other than `script` (only "latin" is known).
+
+    Punctuation, symbols, white space, ASCII digits and Latin letters with diacritics are all in; a control
+    character (other than white space) is out, and so is a Cyrillic,
+    Greek, Hebrew, Arabic, Devanagari or Han character is out. U+FFFD, a byte of a character that a
+    byte-level token writes only in part, is out too: its other bytes could complete any script's letter.
+    """
+    if script != "latin":
+        raise ValueError(f"unknown script {script!r}: only 'latin' is known")
+    for character in text:
+        if character.isascii():
+            if not (character.isprintable() or character.isspace()):
+                return True  # a control character: noise, in any script
+            continue
+        if character == "\ufffd":
+            return True
+        name = unicodedata.name(character, "")
+        if name.startswith(FOREIGN_NAME_PREFIXES):
+            return True
+        category = unicodedata.category(character)
+        if category.startswith("L") and not name.startswith("LATIN"):
+            return True
+        if category.startswith("M") and not name.startswith("COMBINING"):
+            return True  # the vowel signs and points of other scripts; generic combining accents stay
+        if category == "Nd":
+            return True  # Arabic-Indic, Devanagari … digits
+    return False

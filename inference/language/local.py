@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
-from inference.language.base import GenerationSettings, Message, cleaned
+from inference.language.base import DecodingOutcome, GenerationSettings, Message, cleaned, foreign_script
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +132,22 @@ class LocalLanguageModel:
         # transformers 5.x renamed `past_key_values` to `cache` (the old name warns until it is removed).
         parameters = inspect.signature(self.model.forward).parameters
         self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
+        self._script_masks: dict[str, torch.Tensor] = {}
+
+    def script_mask(self, script: str) -> torch.Tensor:
+        """(vocabulary,) True for every token that writes a letter outside `script`; built once per model.
+
+        Ids past the tokenizer's end (a vocabulary padded to a round size) are masked too: they write nothing.
+        """
+        if script not in self._script_masks:
+            size = self.model.config.get_text_config().vocab_size  # the width of the logits
+            texts = self.tokenizer.batch_decode([[token_id] for token_id in range(len(self.tokenizer))])
+            mask = torch.ones(size, dtype=torch.bool)
+            mask[: len(texts)] = torch.tensor([foreign_script(text, script) for text in texts], dtype=torch.bool)
+            # The end-of-turn tokens always stay, whatever they decode to.
+            mask[sorted(token_id for token_id in self.end_token_ids if token_id < size)] = False
+            self._script_masks[script] = mask.to(self.config.device)
+        return self._script_masks[script]
 
     def _end_token_ids(self) -> set[int]:
         ids = {self.tokenizer.eos_token_id}
@@ -151,20 +167,32 @@ class LocalLanguageModel:
             text = "".join(f"{message['role']}: {message['content']}\n" for message in history) + "assistant:"
         return text + (prefix or "")
 
-    def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+    def stream(
+        self, messages: list[Message], settings: GenerationSettings, outcome: DecodingOutcome | None = None
+    ) -> Iterator[str]:
+        """The cleaned reply; `outcome`, when given, learns whether the token budget ended it (a server's
+        finish_reason "length")."""
         continuation = bool(messages) and messages[-1]["role"] == "assistant"
-        return cleaned(self._raw_text(messages, settings), settings, continuation=continuation)
+        outcome = outcome or DecodingOutcome()
+        raw = self._raw_text(messages, settings, outcome)
+        return cleaned(raw, settings, continuation=continuation, outcome=outcome)
 
     def candidates(self, messages: list[Message], settings: GenerationSettings, count: int) -> list[str]:
         """`count` independently sampled replies to the same prompt, decoded as one batch."""
         continuation = bool(messages) and messages[-1]["role"] == "assistant"
         rows: list[list[int]] = [[] for _ in range(count)]
+        ended = [False] * count
         for step in self._token_steps(self._encode(messages), settings, count):
             for row, token_id in enumerate(step.tolist()):
                 if token_id >= 0:
                     rows[row].append(token_id)
+                else:
+                    ended[row] = True
         texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in rows]
-        return ["".join(cleaned([text], settings, continuation=continuation)) for text in texts]
+        return [
+            "".join(cleaned([text], settings, continuation=continuation, outcome=DecodingOutcome(ran_out=not end)))
+            for text, end in zip(texts, ended, strict=True)
+        ]
 
     @torch.inference_mode()
     def continuation_logprob(self, context: str, continuation: str) -> float:
@@ -188,7 +216,9 @@ class LocalLanguageModel:
         encoded = self.tokenizer(self.render(messages), return_tensors="pt", add_special_tokens=False)
         return encoded["input_ids"].to(self.config.device)  # (1, T)
 
-    def _raw_text(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+    def _raw_text(
+        self, messages: list[Message], settings: GenerationSettings, outcome: DecodingOutcome
+    ) -> Iterator[str]:
         generated: list[int] = []
         shown = 0
         for step in self._token_steps(self._encode(messages), settings, 1):
@@ -202,6 +232,8 @@ class LocalLanguageModel:
             if len(text) > shown:
                 yield text[shown:]
                 shown = len(text)
+        else:
+            outcome.ran_out = True
 
     @torch.inference_mode()
     def _token_steps(self, prompt: torch.Tensor, settings: GenerationSettings, count: int) -> Iterator[torch.Tensor]:
@@ -216,10 +248,11 @@ class LocalLanguageModel:
         cache = DynamicCache(config=self.model.config)  # filled in place by every forward pass
         generated = torch.empty((count, 0), dtype=torch.long, device=self.config.device)
         ended = torch.zeros(count, dtype=torch.bool, device=self.config.device)
+        forbidden = self.script_mask(settings.script) if settings.script else None
         for _ in range(settings.max_new_tokens):
             output = self.model(input_ids=inputs, use_cache=True, **{self.cache_argument: cache})
             logits = output.logits[:, -1, :].float()  # (count, vocabulary)
-            next_ids = sample(logits, generated, settings, generator)  # (count,)
+            next_ids = sample(logits, generated, settings, generator, forbidden)  # (count,)
             ended_now = ended | torch.isin(next_ids, end_ids)
             yield torch.where(ended_now, torch.full_like(next_ids, -1), next_ids)
             ended = ended_now
@@ -230,9 +263,16 @@ class LocalLanguageModel:
 
 
 def sample(
-    logits: torch.Tensor, generated: torch.Tensor, settings: GenerationSettings, generator: torch.Generator
+    logits: torch.Tensor,
+    generated: torch.Tensor,
+    settings: GenerationSettings,
+    generator: torch.Generator,
+    forbidden: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One token id per row of `logits` (rows, vocabulary), given the ids each row generated so far."""
+    """One token id per row of `logits` (rows, vocabulary), given the ids each row generated so far; never one
+    that `forbidden` (vocabulary,) marks."""
+    if forbidden is not None:
+        logits = logits.masked_fill(forbidden, -torch.inf)
     if settings.repetition_penalty != 1.0 and generated.shape[1]:
         # Only the reply's own tokens are penalised: it should stay free to repeat names and facts from its prompt.
         previous = logits.gather(1, generated)

@@ -10,6 +10,10 @@ refuses those fields by name (`transformers serve` answers 422) is asked again w
 then on: it then writes a turn of its own after the prefix, which the stream sets off from the prefix with a
 space. With no model name configured, the first request asks `/v1/models` which model the server serves:
 vLLM and a pinned `transformers serve` refuse any other name.
+
+GenerationSettings' sentence limit is applied here, to the streamed text (a finish_reason of "length" says the
+token budget ran out, so an unfinished last sentence is dropped); its script mask is a local-backend option,
+which the servers have no field for, and is left out.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import requests
 
-from inference.language.base import GenerationSettings, Message, cleaned
+from inference.language.base import DecodingOutcome, GenerationSettings, Message, cleaned
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -67,21 +71,24 @@ class OpenAICompatibleLanguageModel:
         self.served_model = config.model  # learnt from /v1/models on the first request when not configured
 
     def stream(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
+        outcome = DecodingOutcome()
         if not messages or messages[-1]["role"] != "assistant":
-            return cleaned(self._raw_text(messages, settings, continuation=False), settings)
-        return self._continuation(messages, settings)
+            return cleaned(self._raw_text(messages, settings, False, outcome), settings, outcome=outcome)
+        return self._continuation(messages, settings, outcome)
 
-    def _continuation(self, messages: list[Message], settings: GenerationSettings) -> Iterator[str]:
-        raw = self._raw_text(messages, settings, continuation=True)
+    def _continuation(
+        self, messages: list[Message], settings: GenerationSettings, outcome: DecodingOutcome
+    ) -> Iterator[str]:
+        raw = self._raw_text(messages, settings, True, outcome)
         # Asking for the first piece sends the request; once it is answered, whether the server continues
         # prefixes is known.
         pieces = itertools.chain([next(raw, "")], raw)
         if self.continues_prefixes:
-            yield from cleaned(pieces, settings, continuation=True)
+            yield from cleaned(pieces, settings, continuation=True, outcome=outcome)
             return
         # The server wrote a turn of its own after the prefix: cleaned as a fresh reply (a leading label
         # dropped) and set off from the prefix by a space, so that the two read as one reply.
-        fresh = cleaned(pieces, settings)
+        fresh = cleaned(pieces, settings, outcome=outcome)
         for piece in fresh:
             piece = piece.lstrip()
             if piece:
@@ -107,7 +114,9 @@ class OpenAICompatibleLanguageModel:
             body["add_generation_prompt"] = False
         return body
 
-    def _raw_text(self, messages: list[Message], settings: GenerationSettings, continuation: bool) -> Iterator[str]:
+    def _raw_text(
+        self, messages: list[Message], settings: GenerationSettings, continuation: bool, outcome: DecodingOutcome
+    ) -> Iterator[str]:
         authorization = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
         url = self.config.base_url.rstrip("/") + "/chat/completions"
         delay = self.config.backoff
@@ -141,7 +150,7 @@ class OpenAICompatibleLanguageModel:
                 if response.status_code != 200:
                     raise LanguageModelUnavailable(f"{url} answered {response.status_code}: {response.text[:200]}")
                 try:
-                    yield from server_sent_text(response)
+                    yield from server_sent_text(response, outcome)
                 except requests.RequestException as error:
                     raise LanguageModelUnavailable(f"{url} failed mid-reply: {error}") from error
                 return
@@ -171,8 +180,8 @@ def refuses_continuation(response: requests.Response, body: dict[str, Any]) -> b
     )
 
 
-def server_sent_text(response: requests.Response) -> Iterator[str]:
-    """The text deltas of a streamed chat completion."""
+def server_sent_text(response: requests.Response, outcome: DecodingOutcome | None = None) -> Iterator[str]:
+    """The text deltas of a streamed chat completion; `outcome` learns whether max_tokens ended it."""
     for line in response.iter_lines(decode_unicode=True):
         if not line or not line.startswith("data:"):
             continue  # blank separators and ": keep-alive" comments
@@ -183,6 +192,8 @@ def server_sent_text(response: requests.Response) -> Iterator[str]:
         if "error" in event:
             raise LanguageModelUnavailable(f"the server reported: {event['error']}")
         for choice in event.get("choices", []):
+            if outcome is not None and choice.get("finish_reason") == "length":
+                outcome.ran_out = True
             content = (choice.get("delta") or {}).get("content")
             if content:
                 yield content

@@ -16,11 +16,12 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from inference.language.base import GenerationSettings, LanguageModel, Message
+from inference.language.base import DecodingOutcome, GenerationSettings, LanguageModel, Message
 from inference.language.local import LocalLanguageModel, LocalModelConfig
 
 MAX_BODY_BYTES = 1 << 20  # a chat prompt is kilobytes; refuse anything that could only be abuse
@@ -36,6 +37,9 @@ def settings_from_body(body: dict[str, Any]) -> GenerationSettings:
         stop=(stop,) if isinstance(stop, str) else tuple(stop),
         seed=body.get("seed"),
         top_p=float(body.get("top_p", defaults.top_p)),
+        # A client asked for max_tokens, not for sentences: it cuts the stream itself (finish_reason "length"
+        # tells it when the budget ended the reply). The script mask stays: this server speaks for a world.
+        max_sentences=None,
     )
 
 
@@ -55,6 +59,19 @@ def messages_from_body(body: dict[str, Any]) -> list[Message]:
             raise ValueError("message content must be text")
         checked.append({"role": message["role"], "content": content})
     return checked
+
+
+def pieces(
+    model: LanguageModel, messages: list[Message], settings: GenerationSettings, outcome: DecodingOutcome
+) -> Iterator[str]:
+    """The model's reply; `outcome` learns whether the token budget ended it, where the model can tell."""
+    if isinstance(model, LocalLanguageModel):
+        return model.stream(messages, settings, outcome)
+    return model.stream(messages, settings)
+
+
+def finish_reason(outcome: DecodingOutcome) -> str:
+    return "length" if outcome.ran_out else "stop"
 
 
 def make_handler(model: LanguageModel, model_name: str) -> type[BaseHTTPRequestHandler]:
@@ -92,8 +109,10 @@ def make_handler(model: LanguageModel, model_name: str) -> type[BaseHTTPRequestH
                 if body.get("stream"):
                     self._stream(completion_id, messages, settings)
                 else:
-                    text = "".join(model.stream(messages, settings))
-                    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    outcome = DecodingOutcome()
+                    text = "".join(pieces(model, messages, settings, outcome))
+                    message = {"role": "assistant", "content": text}
+                    choice = {"index": 0, "message": message, "finish_reason": finish_reason(outcome)}
                     created = int(time.time())
                     reply = {"id": completion_id, "object": "chat.completion", "created": created, "model": model_name}
                     self._json(200, reply | {"choices": [choice]})
@@ -114,9 +133,10 @@ def make_handler(model: LanguageModel, model_name: str) -> type[BaseHTTPRequestH
 
             try:
                 event({"role": "assistant"}, None)
-                for piece in model.stream(messages, settings):
+                outcome = DecodingOutcome()
+                for piece in pieces(model, messages, settings, outcome):
                     event({"content": piece}, None)
-                event({}, "stop")
+                event({}, finish_reason(outcome))
                 self.wfile.write(b"data: [DONE]\n\n")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client left; the generator is dropped and stops generating

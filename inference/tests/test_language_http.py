@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
@@ -64,12 +65,26 @@ def test_the_server_lists_its_model(server_url: str) -> None:
 
 
 def test_a_streamed_reply_over_http_equals_the_local_models_reply(server_url: str, tiny_dir: Path) -> None:
-    settings = GenerationSettings(seed=11, max_new_tokens=16)
+    # Without a sentence limit, which holds text back until a sentence ends: the reply streams token by token.
+    settings = GenerationSettings(seed=11, max_new_tokens=16, max_sentences=None)
     local = complete(LocalLanguageModel(LocalModelConfig(model_dir=tiny_dir)), CHAT, settings)
     remote_model = OpenAICompatibleLanguageModel(OpenAICompatibleConfig(base_url=server_url))
     pieces = list(remote_model.stream(CHAT, settings))
     assert len(pieces) > 1
     assert "".join(pieces) == local
+
+
+def test_the_sentence_limit_cuts_a_reply_over_http_as_it_cuts_it_locally(server_url: str, tiny_dir: Path) -> None:
+    local_model = LocalLanguageModel(LocalModelConfig(model_dir=tiny_dir))
+    remote_model = OpenAICompatibleLanguageModel(OpenAICompatibleConfig(base_url=server_url))
+    cut = 0
+    for seed in range(8):
+        settings = GenerationSettings(seed=seed, max_new_tokens=40, temperature=1.2, max_sentences=2)
+        local = complete(local_model, CHAT, settings)
+        assert complete(remote_model, CHAT, settings) == local
+        unlimited = complete(local_model, CHAT, dataclasses.replace(settings, max_sentences=None))
+        cut += local != unlimited
+    assert cut  # some reply was cut (at its second sentence or back to its last whole one)
 
 
 def test_a_reply_prefix_is_continued_over_http(server_url: str, tiny_dir: Path) -> None:

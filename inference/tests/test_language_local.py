@@ -32,8 +32,9 @@ def test_a_seeded_reply_is_repeatable_and_another_seed_differs(tiny_model: Local
 
 
 def test_the_reply_streams_in_pieces_within_the_token_limit(tiny_model: LocalLanguageModel) -> None:
-    pieces = list(tiny_model.stream(CHAT, GenerationSettings(seed=1, max_new_tokens=12)))
-    longer = complete(tiny_model, CHAT, GenerationSettings(seed=1, max_new_tokens=24))
+    # Without a sentence limit: it holds text back until a sentence ends, which noise rarely does.
+    pieces = list(tiny_model.stream(CHAT, GenerationSettings(seed=1, max_new_tokens=12, max_sentences=None)))
+    longer = complete(tiny_model, CHAT, GenerationSettings(seed=1, max_new_tokens=24, max_sentences=None))
     assert 1 < len(pieces) <= 12  # every piece holds at least one new token
     assert longer.startswith("".join(pieces).rstrip())  # the same samples, stopped earlier
 
@@ -44,6 +45,49 @@ def test_a_reply_prefix_is_continued_not_repeated(tiny_model: LocalLanguageModel
     assert rendered.endswith("<|im_start|>assistant\nYou found a silver key")
     reply = complete(tiny_model, prefixed, GenerationSettings(seed=2, max_new_tokens=8))
     assert not reply.startswith("You found a silver key")
+
+
+def test_the_script_mask_forbids_byte_fragments_and_control_characters_but_no_word_or_end(
+    tiny_model: LocalLanguageModel,
+) -> None:
+    mask = tiny_model.script_mask("latin")
+    tokenizer = tiny_model.tokenizer
+    assert mask.shape == (tiny_model.model.config.vocab_size,)
+    for word in ("lantern", " lighthouse", " Eve", ".", " 3"):
+        assert not mask[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(word))].any(), word
+    assert not mask[sorted(tiny_model.end_token_ids)].any()
+    fragment = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("ш"))  # two byte tokens, each half a letter
+    assert mask[fragment].all()
+    control = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("\x18"))
+    assert mask[control].all()
+
+
+def test_a_reply_never_writes_a_forbidden_token_and_without_the_mask_the_noise_does(
+    tiny_model: LocalLanguageModel,
+) -> None:
+    mask = tiny_model.script_mask("latin")
+    masked, unmasked = [], []
+    for seed in range(6):
+        for script, rows in (("latin", masked), (None, unmasked)):
+            settings = GenerationSettings(seed=seed, max_new_tokens=24, temperature=1.5, top_p=1.0, script=script)
+            steps = tiny_model._token_steps(tiny_model._encode(CHAT), settings, 1)
+            rows.extend(int(step[0]) for step in steps if int(step[0]) >= 0)
+    assert not mask[masked].any()
+    assert mask[unmasked].any()  # a random model does sample them: the test above is not vacuous
+
+
+def test_a_reply_that_runs_out_of_tokens_ends_at_a_whole_sentence(tiny_model: LocalLanguageModel) -> None:
+    endings = 0
+    for seed in range(12):
+        settings = GenerationSettings(seed=seed, max_new_tokens=40, temperature=1.2, max_sentences=3)
+        reply = complete(tiny_model, CHAT, settings)
+        unlimited = complete(tiny_model, CHAT, GenerationSettings(seed=seed, max_new_tokens=40, temperature=1.2,
+                                                                  max_sentences=None))  # fmt: skip
+        assert unlimited.startswith(reply)
+        if "." in unlimited[:-1] and reply != unlimited:
+            assert reply.endswith((".", "!", "?", "…")), reply
+            endings += 1
+    assert endings  # some noisy reply did hold a sentence end and was cut back to it
 
 
 def test_candidates_are_sampled_as_one_batch_and_differ(tiny_model: LocalLanguageModel) -> None:
