@@ -68,6 +68,11 @@ class WorkerConfig:
     # The characters' and narrator's model: "local" (SmolLM2-135M-Instruct, shipped with the platform), a
     # local transformers model folder, an OpenAI-compatible server's URL (…/v1), or "none".
     language_model: str = "local"
+    # torch's CPU threads, on every thread of the worker that runs torch (engines, language model, embedder).
+    # Decoding a token of a 135M model is too small to share: on two busy cores one thread gave 34 tokens/s
+    # and two gave 4.7, the second spinning on a core that the world model and the web process also want.
+    # A dedicated many-core box raises it (see LocalModelConfig.threads).
+    torch_threads: int = 1
     # Seconds a reply waits for the platform to send a character's memories before going on without them.
     recall_timeout_seconds: float = 3.0
     # A tick takes about 50 ms and a reopen's replay at most HostConfig.replay_max_seconds (10 s): a call on the
@@ -79,7 +84,18 @@ class WorkerConfig:
     watch_every_seconds: float = 1.0
 
 
-def language_model_loader(choice: str, device: str) -> Callable[[], LanguageModel] | None:
+def torch_threads_set(threads: int) -> None:
+    """torch's CPU threads for the calling thread and those it starts from now on.
+
+    torch.set_num_threads is not process-wide once a thread has run torch: a thread that ran an operation
+    keeps the count it had then (OpenMP's per-thread setting). So each thread of ours that runs torch sets it.
+    """
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def language_model_loader(choice: str, device: str, threads: int | None = None) -> Callable[[], LanguageModel] | None:
     """What loads the configured language model (on first use), or None for "none"."""
     if choice == "none":
         return None
@@ -96,7 +112,7 @@ def language_model_loader(choice: str, device: str) -> Callable[[], LanguageMode
         from inference.language.local import LocalLanguageModel, LocalModelConfig
 
         return LocalLanguageModel(
-            LocalModelConfig(model_dir=None if choice == "local" else Path(choice), device=device)
+            LocalModelConfig(model_dir=None if choice == "local" else Path(choice), device=device, threads=threads)
         )
 
     return load_local
@@ -171,15 +187,19 @@ class InferenceWorker:
 
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
+        torch_threads_set(config.torch_threads)  # engines and the embedder load on this thread
         self.engines = {name: create_engine(name, device=config.device) for name in sorted(available_engines())}
         embedder = default_embedder()
         self.host = SessionHost(self.engines, embedder=embedder)
-        self.narrator = Narrator(embedder, language_model_loader(config.language_model, config.device))
+        loader = language_model_loader(config.language_model, config.device, config.torch_threads)
+        self.narrator = Narrator(embedder, loader)
         # Engines run on one thread of their own: stepping never blocks the connection, and an engine is
         # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
         self.engine_thread = SerialThread("engine")
         # The language model gets a thread of its own too: a reply takes seconds, a frame 50 ms.
         self.language_thread = SerialThread("language")
+        for thread in (self.engine_thread, self.language_thread):
+            thread.submit(torch_threads_set, config.torch_threads)
         self.language_thread.submit(self.narrator.warm_up)
         self.connected = asyncio.Event()
         self.input_arrived = asyncio.Event()
@@ -485,12 +505,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the characters' model: local (SmolLM2-135M), a model folder, an OpenAI-compatible URL, or none "
         "(default: $WORLDLOOM_LANGUAGE_MODEL, else local)",
     )
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=int(os.environ.get("WORLDLOOM_TORCH_THREADS", "1")),
+        help="torch's CPU threads on each worker thread (default: $WORLDLOOM_TORCH_THREADS, else 1)",
+    )
 
 
 def config_from_arguments(arguments: argparse.Namespace) -> WorkerConfig:
     return WorkerConfig(
         url=arguments.url, token=arguments.token, slots=arguments.slots, device=arguments.device,
-        language_model=arguments.language_model,
+        language_model=arguments.language_model, torch_threads=arguments.torch_threads,
     )  # fmt: skip
 
 

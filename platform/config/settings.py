@@ -292,6 +292,8 @@ WORKER_STALE_AFTER_SECONDS = WORKER_HEARTBEAT_SECONDS * 3
 PLAY_PARK_AFTER_SECONDS = env.float("PLAY_PARK_AFTER_SECONDS", default=30.0)
 # The in-process worker's language model (see inference.worker.WorkerConfig.language_model).
 WORKER_LANGUAGE_MODEL = env.str("WORLDLOOM_LANGUAGE_MODEL", default="local")
+# torch's CPU threads in the in-process worker (see inference.worker.WorkerConfig.torch_threads).
+WORKER_TORCH_THREADS = env.int("WORLDLOOM_TORCH_THREADS", default=1)
 
 LOGGING = {
     "version": 1,

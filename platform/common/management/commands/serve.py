@@ -73,6 +73,7 @@ class Command(BaseCommand):
                     token=token,
                     slots=worker_slots,
                     language_model=settings.WORKER_LANGUAGE_MODEL,
+                    torch_threads=settings.WORKER_TORCH_THREADS,
                 )
             )
 
