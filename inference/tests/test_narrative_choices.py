@@ -64,6 +64,16 @@ def test_words_from_outside_the_world_and_half_phrases_are_refused() -> None:
     assert any("mid-phrase" in problem for problem in wording_problems("Kick the rusty door and"))
     assert any("speaks as" in problem for problem in wording_problems("Search the cellar, I have no more"))
     assert any("words" in problem for problem in wording_problems("Go"))
+    assert any("lost what it acts on" in problem for problem in wording_problems("Free to the wolf"))
+    assert any("whole phrase" in problem for problem in wording_problems("Lower the the sail"))
+    assert any("what is" in problem for problem in wording_problems("Grab the purse is taken"))
+    assert any("heading" in problem for problem in wording_problems("Search the Cellar - Find a Key"))
+    assert wording_problems("Pay the ferryman a coin") == []
+
+
+def test_a_choice_must_act_on_something_the_beat_mentions() -> None:
+    problems = pair_problems(pair("Kick the rusty door", "Search the right one"), BEAT, EMBEDDER, LENIENT)
+    assert problems == ["'Search the right one': acts on nothing the beat mentions"]
 
 
 def test_a_pair_a_person_would_accept_has_no_problems() -> None:
@@ -86,7 +96,7 @@ def test_a_choice_must_be_about_the_beat() -> None:
 
 
 def test_each_authored_choice_is_rewritten_and_keeps_its_destination() -> None:
-    model = RewritingModel({"Force": [" the rusty door open"], "Search": [" the cellar behind the barrel"]})
+    model = RewritingModel({"Force the": [" rusty door open"], "Search the": [" cellar behind the barrel"]})
     result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT, seed=3)
     assert result.source == "generated"
     assert result.choices == (
@@ -98,7 +108,7 @@ def test_each_authored_choice_is_rewritten_and_keeps_its_destination() -> None:
 
 
 def test_a_rewrite_that_fails_gives_way_to_its_authored_choice_alone() -> None:
-    model = RewritingModel({"Force": [" the rusty door open"], "Search": [" the game of this tournament"]})
+    model = RewritingModel({"Force the": [" rusty door open"], "Search the": [" game of this tournament"]})
     result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)
     assert result.source == "mixed"
     assert result.texts == ("Force the rusty door open", "Search the cellar")
@@ -106,14 +116,14 @@ def test_a_rewrite_that_fails_gives_way_to_its_authored_choice_alone() -> None:
 
 
 def test_nonsense_falls_back_to_the_authored_choices() -> None:
-    model = RewritingModel({"Force": [" <|im_start|>user: hello"], "Search": [" ???"]})
+    model = RewritingModel({"Force the": [" <|im_start|>user: hello"], "Search the": [" ???"]})
     result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)
     assert result.source == "authored"
     assert result.texts == ("Force the rusty door", "Search the cellar")
 
 
 def test_a_rewrite_that_only_repeats_the_authored_choice_is_not_counted_as_written() -> None:
-    model = RewritingModel({"Force": [" the rusty door"], "Search": [" the cellar"]})
+    model = RewritingModel({"Force the": [" rusty door"], "Search the": [" cellar"]})
     result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)
     assert result.source == "authored"
 
@@ -121,4 +131,9 @@ def test_a_rewrite_that_only_repeats_the_authored_choice_is_not_counted_as_writt
 def test_a_long_scene_is_cut_at_a_sentence_end() -> None:
     scene = "The cellar is dim. " * 20
     assert shortened(scene, 40) == "The cellar is dim. The cellar is dim."
-    assert rewrite_messages(SCENE, AUTHORED[0])[-1] == {"role": "assistant", "content": "Force"}
+
+
+def test_the_reply_is_seeded_with_the_authored_verb_and_its_article_or_particle() -> None:
+    assert rewrite_messages(SCENE, AUTHORED[0])[-1] == {"role": "assistant", "content": "Force the"}
+    assert rewrite_messages(SCENE, {"text": "Hide behind the crates", "to": "x"})[-1]["content"] == "Hide behind"
+    assert rewrite_messages(SCENE, {"text": "Pick locks", "to": "x"})[-1]["content"] == "Pick"
