@@ -120,8 +120,9 @@
         if (awaitingChoices) think(true); // the beat's scene: its choices are being written
         break;
       case "choices":
-        awaitingChoices = false;
-        think(false);
+        // None offered at a beat that goes on: they are still being written.
+        awaitingChoices = message.choices.length === 0 && !message.ended;
+        think(awaitingChoices);
         showChoices(message.choices);
         break;
       case "votes":
