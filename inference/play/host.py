@@ -563,14 +563,11 @@ class SessionHost:
         return [announced, *self.beat_entered(hosted)]
 
     def story_messages(self, hosted: HostedSession) -> list[Message]:
-        """Where the story stands: the beat's scene, and its choices once they are written."""
+        """Where the story stands: the beat's scene and its choices, none while they are being written (the
+        player then says that the story is thinking, however the beat was reached)."""
         assert hosted.story is not None and hosted.story_state is not None
-        messages: list[Message] = [
-            {"type": "session.narration", "session": hosted.id, "text": hosted.story.scene(hosted.story_state)}
-        ]
-        if hosted.story_state.offered is not None or hosted.story_state.ended:
-            messages.append(self.choices_message(hosted))
-        return messages
+        scene = hosted.story.scene(hosted.story_state)
+        return [{"type": "session.narration", "session": hosted.id, "text": scene}, self.choices_message(hosted)]
 
     def choices_message(self, hosted: HostedSession) -> Message:
         assert hosted.story is not None and hosted.story_state is not None

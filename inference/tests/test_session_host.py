@@ -113,7 +113,10 @@ def offer_written(session_host: SessionHost, sequence: int) -> tuple[dict[str, A
 def test_a_choice_moves_the_story_and_sends_the_next_scene() -> None:
     session_host = host()
     opened = session_host.open(open_message("s", story=STORY))
-    assert opened[-1] == {"type": "session.narration", "session": "s", "text": "A hall with two doors."}
+    assert opened[-2:] == [
+        {"type": "session.narration", "session": "s", "text": "A hall with two doors."},
+        {"type": "session.choices", "session": "s", "beat": "hall", "choices": [], "ended": False},  # being written
+    ]
     _, offered = offer_written(session_host, 1)
     assert offered[-1]["choices"] == ["Left", "Right"]
     assert offered[0]["story"]["offered"] == [{"text": "Left", "to": "left"}, {"text": "Right", "to": "right"}]
