@@ -177,7 +177,11 @@ def character_recall(
 
 def lore_active(*, session: PlaySession, character_name: str, recent: list[str]) -> list[str]:
     """The texts of the world's and the character's lorebook entries that the recent lines activate."""
-    document = session.version.document
+    return lore_in_document(document=session.version.document, character_name=character_name, recent=recent)
+
+
+def lore_in_document(*, document: dict[str, Any], character_name: str, recent: list[str]) -> list[str]:
+    """The texts of a world document's lorebook entries (the world's and the character's) that `recent` activates."""
     books = {book["key"]: book for book in document.get("lorebooks", [])}
     keys = list(document["world"].get("lorebooks", []))
     character = next((item for item in document.get("characters", []) if item["name"] == character_name), {})

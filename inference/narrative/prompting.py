@@ -81,7 +81,9 @@ class Fact:
 
     text: str
     embedding: np.ndarray  # (D,) unit vector
-    source: str  # "memory" (the player's words) or "clue" (the creator's words, said by the character)
+    # "memory" (the player's words, said back in the second person), "clue" or "knowledge" (the creator's
+    # words, already in the character's voice)
+    source: str
 
 
 @dataclass
@@ -110,7 +112,7 @@ def grounding_fact(
 
 
 def reply_prefix_for(fact: Fact) -> str:
-    """The opening of a grounded reply: a memory said back to the player, or the clue as the creator wrote it."""
+    """The opening of a grounded reply: a memory said back to the player, or what the character knows."""
     text = to_second_person(fact.text) if fact.source == "memory" else fact.text
     return text.strip()
 
@@ -208,15 +210,14 @@ def example_messages(character: CharacterSheet, player_name: str) -> list[Messag
 
 def stream_reply(model: LanguageModel, prompt: CharacterPrompt, settings: GenerationSettings) -> Iterator[str]:
     """The character's reply as the player sees it: the grounding prefix first, then the model's words."""
+    pieces = model.stream(prompt.messages, settings)
     if prompt.reply_prefix:
         yield prompt.reply_prefix
-        yield from model.stream(prompt.messages, settings)
-        return
-    pieces = model.stream(prompt.messages, settings)
-    # An ungrounded reply may open with a newline or a space the model put after the template's turn marker.
+    # An ungrounded reply may open with a newline or a space the model put after the template's turn marker;
+    # a continuation needs one space after the prefix's last word.
     for piece in pieces:
         piece = piece.lstrip()
         if piece:
-            yield piece
+            yield f" {piece}" if prompt.reply_prefix else piece
             break
     yield from pieces

@@ -33,6 +33,11 @@ ASSISTANT_OPENINGS = re.compile(
 )
 NOT_PROSE = re.compile(r"\{\{|\}\}|<START>|https?://|www\.|^\s*[#*-]\s|\b(user|assistant|system)\s*:", re.I | re.M)
 WORD = re.compile(r"[A-Za-z']+")
+# A sentence that ends on one of these stopped before its point ("I'm.", "You'll find it on the.").
+DANGLING_ENDINGS = {
+    "i'm", "i", "the", "a", "an", "to", "of", "and", "or", "but", "my", "your", "with", "for", "in", "on", "at",
+    "you're", "it's", "is", "are", "was", "were", "be", "that", "which", "because", "if", "than", "as",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("not a line of speech")
     if max(len(word) for word in said) > config.max_word_length:
         problems.append("a run-on word")
+    if said[-1] in DANGLING_ENDINGS:
+        problems.append("breaks off mid-phrase")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
     return problems

@@ -23,10 +23,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from inference.language.base import GenerationSettings, LanguageModel, Message, complete
 from inference.language.embedding import Embedder
 from inference.narrative.choices import ChoiceResult, generate_choices
 from inference.narrative.hooks import BranchClassifier, fallback_messages
+from inference.narrative.knowledge import knowledge_sentences
 from inference.narrative.memory import extract_memories
 from inference.narrative.prompting import (
     CharacterPrompt,
@@ -36,13 +39,15 @@ from inference.narrative.prompting import (
     grounding_fact,
     stream_reply,
 )
-from inference.narrative.recollection import recollect
-from inference.narrative.reply_checks import ReplyContext, creator_lines, sentence_problems
+from inference.narrative.recollection import asks_about_the_player, recollect
+from inference.narrative.reply_checks import ReplyContext, creator_lines, example_turns, sentence_problems
 from inference.narrative.safety import refused_terms
 from inference.narrative.setting import CastMember, Setting
 from inference.play.host import Job
 
 logger = logging.getLogger(__name__)
+# Texts whose embeddings a worker keeps: every sentence a few dozen characters know, many times over.
+EMBEDDINGS_KEPT = 4096
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|\n")
 
 
@@ -66,6 +71,11 @@ class NarratorConfig:
     reply_budget_seconds: float = 12.0
     # One to three whole sentences: what the prompt asks for and what a small model keeps coherent.
     reply_sentences: int = 3
+    # MiniLM cosine from a reply's opening (its first `topicality_words` words or more) to the player's line
+    # with the character's persona and the world's rules, below which the opening is about something else:
+    # openings a reader calls on topic score 0.16 and up, drift such as "You're the last one of them" under.
+    min_topicality: float = 0.15
+    topicality_words: int = 5
     # The narrator's own lines (hook fallbacks, answers to prompts): two short sentences.
     narration: GenerationSettings = dataclasses.field(
         default_factory=lambda: GenerationSettings(temperature=0.7, max_new_tokens=60)
@@ -90,6 +100,7 @@ class Narrator:
         self.config = config or NarratorConfig()
         self._language_model: LanguageModel | None = None
         self._classifiers: dict[tuple[str, str], BranchClassifier] = {}
+        self._embeddings: dict[str, np.ndarray] = {}
 
     @property
     def language_model(self) -> LanguageModel | None:
@@ -141,28 +152,34 @@ class Narrator:
             or clue.holds(beat=job.data["beat"], flags=job.data["flags"], recent_text=" ".join(recent))
         ]
         player_name = job.data["speaker"] or setting.player_name
+        lore = [str(text) for text in recalled.get("lore", [])]
         recollection = recollect(said, query, memories, self.embedder)
+        known = self.known(member, setting, clues, lore, player_name)
+        grounding = None
+        if recollection is None and not asks_about_the_player(said):
+            grounding = grounding_fact(said, query, known, self.config.prompting)
         prompt = character_prompt(
             character=member.sheet,
             player_message=said,
             history=history,
             world_rules=setting.world_rules,
-            lore=[str(text) for text in recalled.get("lore", [])],
+            lore=lore,
             memories=memories,
             clues=clues,
             recollection=recollection,
-            grounding=None if recollection else grounding_fact(said, query, self.facts(clues), self.config.prompting),
+            grounding=grounding,
             greeting=member.greeting,
             player_name=player_name,
             config=self.config.prompting,
         )
         link.send({"type": "session.debug_prompt", "session": job.session, "character": name,
                    "sections": prompt.sections, "messages": prompt.messages})  # fmt: skip
-        last_reply = next((message["content"] for message in reversed(history) if message["role"] == "assistant"), "")
+        replies = [message["content"] for message in history if message["role"] == "assistant"]
+        last_reply = replies[-1] if replies else ""
         context = ReplyContext(world_words=setting.world_words, last_reply=last_reply, player_name=player_name)
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
-            shown = [self.creator_line(member, said, last_reply, player_name)]
+            shown = [self.creator_line(member, query, known, replies[-2:], player_name)]
             link.send({"type": "session.character_line", "session": job.session, "character": name,
                        "text": shown[0], "final": False})  # fmt: skip
         reply = " ".join(shown)
@@ -184,54 +201,107 @@ class Narrator:
     def checked_reply(
         self, model: LanguageModel, prompt: CharacterPrompt, job: Job, link: PlatformLink, context: ReplyContext
     ) -> list[str]:
-        """The sentences of the first sample whose opening passes the checks, each shown as it is written; a
-        later sentence that fails ends the reply there. [] when every sample failed or the budget ran out."""
+        """The sentences of the first sample whose opening passes the checks, shown as they are written; a
+        later sentence that fails ends the reply there. [] when every sample failed or the budget ran out.
+
+        The model's opening is held until it has said enough words to judge whether it is about this turn (a
+        bare "Most evenings." is, once "It rolls in off the causeway." follows); a reply that ends sooner is
+        too short to judge and is shown. The grounding prefix is the platform's own sentence, shown at once
+        and never refused for repeating the last reply."""
         member: CastMember = job.data["character"]
         setting = job.setting
         assert setting is not None
         name = member.sheet.name
+        topic = self.embedded([f"{job.data['text']} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
         started = time.monotonic()
         for attempt in range(self.config.resamples + 1):
             if attempt and time.monotonic() - started > self.config.reply_budget_seconds:
                 break
             settings = dataclasses.replace(member.settings, seed=job.data["sequence"] * 31 + attempt)
+            pieces = stream_reply(model, prompt, settings)
             shown: list[str] = []
-            for sentence in self.safe_sentences(
-                stream_reply(model, prompt, settings), setting, link, job.session, name
-            ):
-                problems = sentence_problems(sentence, context)
+            held: list[str] = []
+            judged = False
+            for sentence in self.safe_sentences(pieces, setting, link, job.session, name):
+                own = sentence in prompt.reply_prefix
+                problems = [] if own else sentence_problems(sentence, context)
                 if problems:
                     logger.info("%s's sentence %r refused: %s", name, sentence, "; ".join(problems))
                     break
-                shown.append(sentence)
-                link.send({"type": "session.character_line", "session": job.session, "character": name,
-                           "text": sentence, "final": False})  # fmt: skip
+                held.append(sentence)
+                if not (own or judged):
+                    if len(" ".join(held).split()) < self.config.topicality_words:
+                        continue
+                    judged = True
+                    if not self.about_this_turn(" ".join(held), topic):
+                        logger.info("%s's opening %r refused: not about this turn", name, " ".join(held))
+                        held = []
+                        break
+                shown += self.show(held, job, link, name)
+                held = []
                 if len(shown) >= self.config.reply_sentences:
                     break
+            shown += self.show(held, job, link, name)  # a reply that ended before it said enough to judge
             if shown:
-                return shown
+                return shown[: self.config.reply_sentences]
         return []
 
-    def creator_line(self, member: CastMember, said: str, last_reply: str, player_name: str) -> str:
-        """The creator's line for this character closest to what the player said, other than the last reply."""
-        lines = [
-            line
-            for line in creator_lines(
-                name=member.sheet.name,
-                greeting=member.greeting,
-                example_dialogue=member.sheet.example_dialogue,
-                player_name=player_name,
-            )
-            if line != last_reply
-        ]
-        if not lines:
-            return f"{member.sheet.name} says nothing to that."
-        vectors = self.embedder.embed([said, *lines])  # (1 + L, D)
-        return lines[int((vectors[1:] @ vectors[0]).argmax())]
+    def about_this_turn(self, text: str, topic: np.ndarray) -> bool:
+        return float(self.embedder.embed([text])[0] @ topic) >= self.config.min_topicality
 
-    def facts(self, clues: list[str]) -> list[Fact]:
-        vectors = self.embedder.embed(clues)  # (C, D)
-        return [Fact(text, vector, "clue") for text, vector in zip(clues, vectors, strict=True)]
+    @staticmethod
+    def show(sentences: list[str], job: Job, link: PlatformLink, name: str) -> list[str]:
+        for sentence in sentences:
+            link.send({"type": "session.character_line", "session": job.session, "character": name,
+                       "text": sentence, "final": False})  # fmt: skip
+        return sentences
+
+    def creator_line(
+        self, member: CastMember, query: np.ndarray, known: list[Fact], recent_replies: list[str], player_name: str
+    ) -> str:
+        """The creator's words closest to what the player said (`query`, (D,)): one of the character's own
+        lines or something it knows, other than its last two replies."""
+        lines = creator_lines(
+            name=member.sheet.name,
+            greeting=member.greeting,
+            example_dialogue=member.sheet.example_dialogue,
+            player_name=player_name,
+        )
+        everything = dict.fromkeys([*lines, *(fact.text for fact in known)])
+        candidates = [text for text in everything if text not in recent_replies]
+        if not candidates:
+            return f"{member.sheet.name} says nothing to that."
+        return candidates[int((self.embedded(candidates) @ query).argmax())]
+
+    def known(
+        self, member: CastMember, setting: Setting, clues: list[str], lore: list[str], player_name: str
+    ) -> list[Fact]:
+        """What the character knows now, each sentence in its own voice: clues it may reveal, the lore this
+        conversation activated, its persona and scenario, the world's rules and its own example lines."""
+        sheet = member.sheet
+        own_lines = [
+            text
+            for speaker, text in example_turns(sheet.example_dialogue, name=sheet.name, player_name=player_name)
+            if speaker == "character"
+        ]
+        texts = knowledge_sentences(
+            name=sheet.name,
+            persona=sheet.persona,
+            texts=[*clues, *lore, sheet.persona, sheet.scenario, setting.world_rules],
+            first_person_texts=own_lines,
+        )
+        return [Fact(text, vector, "knowledge") for text, vector in zip(texts, self.embedded(texts), strict=True)]
+
+    def embedded(self, texts: list[str]) -> np.ndarray:
+        """MiniLM embeddings (T, D) of `texts`, kept between replies: a character's knowledge rarely changes."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self._embeddings]
+        if missing:
+            if len(self._embeddings) + len(missing) > EMBEDDINGS_KEPT:
+                self._embeddings.clear()
+            self._embeddings.update(zip(missing, self.embedder.embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._embeddings[text] for text in texts])
 
     @staticmethod
     def safe_sentences(

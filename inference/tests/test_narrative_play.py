@@ -307,3 +307,41 @@ def test_words_typed_at_a_beat_that_read_as_an_offered_choice_take_it() -> None:
     applied = session_host.input("s", 3, proposal["input"])
     assert applied[0]["story"]["beat"] == "ship"
     assert {"type": "session.narration", "session": "s", "text": "You choose: I climb aboard the ship"} in applied
+
+
+class Repeating:
+    """A model that says the same words to every prompt, counting how often it was asked."""
+
+    def __init__(self, *pieces: str) -> None:
+        self.pieces = pieces
+        self.asked = 0
+
+    def stream(self, messages: list[Any], settings: Any) -> Any:
+        self.asked += 1
+        return iter(self.pieces)
+
+
+def test_a_reply_about_something_else_is_resampled_then_replaced_by_the_creators_own_words() -> None:
+    model = Repeating("Purple moon cars sing loudly over distant mountains tonight. ")
+    session_host = host()
+    session_host.open(open_message())
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "welcome docks harbour"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    shown = [line["text"] for line in link.of_type("session.character_line") if line["text"]]
+    assert model.asked == 3  # the first sample and two resamples
+    assert shown == ["Welcome to the docks."]  # the creator's line closest to what the player said
+
+
+def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
+    model = Repeating("Keep it close. ")
+    session_host = host()
+    session_host.open(open_message())
+    link = RecordingLink(memories=["My brother is called Marco."])
+    for sequence in (1, 2):
+        session_host.input("s", sequence, {"type": "speech", "character": "Eve", "text": "What's my brother called?"})
+        for job in session_host.take_jobs():
+            Narrator(HashedWordsEmbedder(), lambda: model).run(job, link)
+            session_host.conversation_record("s", "Eve", job.data["text"], link.recorded[-1][3])
+    replies = [reply for *_, reply in link.recorded]
+    assert replies == ["Your brother is called Marco. Keep it close."] * 2
