@@ -302,6 +302,13 @@ class Player:
     def last(self, kind: str) -> dict[str, Any] | None:
         return next((message for message in reversed(self.messages) if message["type"] == kind), None)
 
+    def offered(self) -> dict[str, Any] | None:
+        """The last choices message with choices to take (or the story's end): a beat's first one has none
+        while its choices are being written."""
+        return next(
+            (m for m in reversed(self.messages) if m["type"] == "choices" and (m["choices"] or m["ended"])), None
+        )
+
 
 async def play(platform: LivePlatform, session: PlaySession, cookie: str, script: Any) -> Any:
     headers = {"Cookie": cookie, "Origin": platform.url}

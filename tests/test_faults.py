@@ -73,7 +73,7 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
         async def before_the_crash() -> tuple[int, float]:
             async with await connected_player(url, platform.url, cookie) as socket:
                 player = Player(socket)
-                await player.read_until(lambda p: len(p.frames) >= 2 and p.last("choices"), seconds=40)
+                await player.read_until(lambda p: len(p.frames) >= 2 and p.offered(), seconds=40)
                 for kind, fields in (("prompt", {"text": "make it night"}),
                                      ("choice", {"index": await asyncio.to_thread(choice_leading_to, session,
                                                                                   "arrival", "ask-eve")})):  # fmt: skip
@@ -81,7 +81,7 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
                     sent[seq] = {"type": kind, "seq": seq, **fields}
                     await player.read_until(lambda p, seq=seq: any(
                         m["type"] == "accepted" and m["seq"] == seq for m in p.messages))  # fmt: skip
-                await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve", seconds=40)
+                await player.read_until(lambda p: (c := p.offered()) and c["beat"] == "ask-eve", seconds=40)
                 # Wait until the world shows the night, so the state to restore is the changed one.
                 await player.read_until(lambda p: p.frames[-1][1] >= 3 and len(p.frames) > 10)
                 night = brightness(player.frames[-1][2])
@@ -109,7 +109,7 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
                 for seq in (2, 3, 4):
                     await socket.send(json.dumps(sent[seq]))
                 await player.read_until(lambda p: len([m for m in p.messages if m["type"] == "accepted"]) == 3)
-                await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve", seconds=30)
+                await player.read_until(lambda p: (c := p.offered()) and c["beat"] == "ask-eve", seconds=30)
                 newest = max(m["sequence"] for m in player.messages if m["type"] == "accepted")
                 await player.read_until(lambda p: p.frames and p.frames[-1][1] >= newest, seconds=30)
                 return player

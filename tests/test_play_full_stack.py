@@ -59,12 +59,12 @@ def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_pl
         await player.send("key_up", key="KeyW")
         before = brightness(player.frames[-1][2])
         await player.send("prompt", text="make it night")
-        await player.read_until(lambda p: any(m["type"] == "narration" and "changes" in m["text"] for m in p.messages))
+        await player.read_until(lambda p: any(m["type"] == "narration" and "Night" in m["text"] for m in p.messages))
         await player.read_until(lambda p: brightness(p.frames[-1][2]) < before - 10)
-        choices = await player.read_until(lambda p: p.last("choices"))  # written live, so they may come later
+        choices = await player.read_until(lambda p: p.offered())  # written live, so they may come later
         assert choices["beat"] == "arrival"
         await player.send("choice", index=await asyncio.to_thread(choice_leading_to, session, "arrival", "ask-eve"))
-        moved = await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] != "arrival" and c)
+        moved = await player.read_until(lambda p: (c := p.offered()) and c["beat"] != "arrival" and c)
         assert moved["beat"] == "ask-eve"
         numbers = [number for number, _, _ in player.frames]
         assert numbers == sorted(set(numbers))
@@ -193,23 +193,23 @@ def test_a_player_who_leaves_and_returns_finds_the_same_world_and_story(live_pla
     cookie = cookie_for(session.owner)
 
     async def first_visit(player: Player) -> tuple[int, float]:
-        await player.read_until(lambda p: len(p.frames) >= 2 and p.last("choices"))
+        await player.read_until(lambda p: len(p.frames) >= 2 and p.offered())
         await player.send("prompt", text="make it night")
         await player.send("choice", index=await asyncio.to_thread(choice_leading_to, session, "arrival", "ask-eve"))
-        await player.read_until(lambda p: (c := p.last("choices")) and c["beat"] == "ask-eve")
+        await player.read_until(lambda p: (c := p.offered()) and c["beat"] == "ask-eve")
         # Sequences: 1 the arrival's choices offered, 2 the prompt, 3 the choice.
         await player.read_until_database(SessionSnapshot.objects.filter(session=session, sequence__gte=3).exists)
         await player.read_until(lambda p: p.frames[-1][1] >= 3)
         return player.frames[-1][0], brightness(player.frames[-1][2])
 
     async def second_visit(player: Player) -> Player:
-        await player.read_until(lambda p: len(p.frames) >= 3 and p.last("choices"))
+        await player.read_until(lambda p: len(p.frames) >= 3 and p.offered())
         return player
 
     last_frame, night = asyncio.run(play(live_platform, session, cookie, first_visit))
     time.sleep(1)
     player = asyncio.run(play(live_platform, session, cookie, second_visit))
-    assert player.last("choices")["beat"] == "ask-eve"
+    assert player.offered()["beat"] == "ask-eve"
     assert player.frames[0][0] > last_frame
     assert abs(brightness(player.frames[-1][2]) - night) < 15
 
