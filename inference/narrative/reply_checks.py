@@ -35,8 +35,8 @@ NOT_PROSE = re.compile(r"\{\{|\}\}|<START>|https?://|www\.|^\s*[#*-]\s|\b(user|a
 WORD = re.compile(r"[A-Za-z']+")
 # A sentence that ends on one of these stopped before its point ("I'm.", "You'll find it on the.").
 DANGLING_ENDINGS = {
-    "i'm", "i", "the", "a", "an", "to", "of", "and", "or", "but", "my", "your", "with", "for", "in", "on", "at",
-    "you're", "it's", "is", "are", "was", "were", "be", "that", "which", "because", "if", "than", "as",
+    "i'm", "you're", "it's", "i", "the", "a", "an", "to", "of", "and", "or", "but", "my", "your", "with", "because",
+    "if", "than", "as",
 }  # fmt: skip
 
 

@@ -60,3 +60,9 @@ def test_the_example_dialogue_becomes_turns_in_the_names_of_this_character_and_p
         "You came in with the fog.",
         "Because Ana asked too late. Still dark.",
     ]
+
+
+def test_a_sentence_that_stops_before_its_point_is_refused_and_one_that_ends_on_a_verb_is_not() -> None:
+    assert sentence_problems("Your name is Marten and I'm.", LIGHTHOUSE) == ["breaks off mid-phrase"]
+    assert sentence_problems("They never found out what it was.", LIGHTHOUSE) == []
+    assert sentence_problems("Come in.", LIGHTHOUSE) == []
