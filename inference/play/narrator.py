@@ -78,7 +78,7 @@ class NarratorConfig:
     topicality_words: int = 5
     # The narrator's own lines (hook fallbacks, answers to prompts): two short sentences.
     narration: GenerationSettings = dataclasses.field(
-        default_factory=lambda: GenerationSettings(temperature=0.7, max_new_tokens=60)
+        default_factory=lambda: GenerationSettings(temperature=0.7, max_new_tokens=60, max_sentences=2)
     )
     prompting: PromptConfig = dataclasses.field(default_factory=PromptConfig)
     # MiniLM cosine from typed words to an offered choice that makes them that choice: "I'll ask Eve about it"
@@ -411,8 +411,20 @@ class Narrator:
     def narration(
         self, model: LanguageModel, messages: list[Message], setting: Setting, link: PlatformLink, session: str
     ) -> str:
-        text = complete(model, messages, self.config.narration).strip()
-        return text if allowed(text, setting, link, session, "narrator") else ""
+        """The narrator's line for `messages`, checked as a character's reply is; "" when every sample failed."""
+        context = ReplyContext(world_words=setting.world_words)
+        topic = self.embedded([" ".join(message["content"] for message in messages if message["role"] == "user")])[0]
+        for _ in range(self.config.resamples + 1):
+            text = complete(model, messages, self.config.narration).strip()
+            problems = [problem for sentence in sentences_of(text) for problem in sentence_problems(sentence, context)]
+            if text and not problems and self.about_this_turn(text, topic):
+                return text if allowed(text, setting, link, session, "narrator") else ""
+            logger.info("narration %r refused: %s", text, "; ".join(problems) or "not about this turn")
+        return ""
+
+
+def sentences_of(text: str) -> list[str]:
+    return [sentence.strip() for sentence in re.split(r"(?<=[.!?…])\s+", text) if sentence.strip()]
 
 
 def allowed(text: str, setting: Setting, link: PlatformLink, session: str, speaker: str) -> bool:

@@ -345,3 +345,16 @@ def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
             session_host.conversation_record("s", "Eve", job.data["text"], link.recorded[-1][3])
     replies = [reply for *_, reply in link.recorded]
     assert replies == ["Your brother is called Marco. Keep it close."] * 2
+
+
+def test_the_narrators_own_line_is_checked_like_a_characters() -> None:
+    model = Repeating("I'm a digital audio workstation. ")
+    session_host = host()
+    session_host.open(open_message())
+    session_host.input("s", 1, {"type": "prompt", "text": "I sing a sea shanty to the gulls"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    assert model.asked == 3
+    assert [message["text"] for message in link.of_type("session.narration")] == [
+        "Nothing in the world answers that yet."
+    ]
