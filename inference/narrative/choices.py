@@ -12,14 +12,16 @@ short reply after a worked example (a few-shot prompt). The reply is seeded with
 and, when one follows, its article or particle ("Force the", "Hide behind"): the model then writes what the
 verb acts on instead of starting a sentence of its own. The candidates for one destination are sampled as
 one batch; the backends batch one prompt at a time, so a beat costs one short batch per destination, with
-few tokens and a scene cut to its first sentences, because the player waits for them.
+few tokens and a scene cut to its first sentences, because the player waits for them. The worked examples
+draw their rewrites from the destination's words; of the rewrites that pass, the one that reads most clearly
+like its own destination (over the nearest other), and that the model finds most fluent, is offered first.
 
 What a person accepts as a pair (`pair_problems`, which the evaluation's choice_pair_pass_rate also calls):
 
 - each an imperative a player could do here: it opens with a verb from `PLAYER_VERBS` (an adverb such as
   "quietly" may come first) that keeps its object ("Free to the wolf" lost it), is 2 to 10 words, one plain
   command (no question, markup, digits, clauses after a comma, heading case or "is"), and whole: it does not
-  end mid-phrase or run an article into a small word;
+  end mid-phrase or run an article, or its adjectives, into a small word ("the upper to the old city");
 - it speaks to the player, not as someone ("I", "you"), and uses no words from outside the world (game,
   tournament, player, option, choice, story...);
 - about this beat: cosine to the scene and its destination at least `min_relevance`, it acts on something
@@ -85,23 +87,37 @@ walk wave whisper yell
 # the verb acts on, rather than a new sentence.
 SEED_PARTICLES = frozenset("the a an to over behind across out back away up down into towards through".split())
 ARTICLES = frozenset(("the", "a", "an"))
+# Adjectives that never stand for a noun: "the upper" must go on to say the upper what.
+ADJECTIVES = frozenset("""
+old new upper lower small big large great tall high low dark bright long short little far near broken torn
+rusty fallen warm cold wet dry heavy empty whole hidden narrow wide deep quiet silent wooden stone iron
+""".split())  # fmt: skip
+PREPOSITIONS = frozenset("""
+to of with into onto towards toward at on in for from by over under behind across through past along around
+near beside below above down up off
+""".split())  # fmt: skip
 # A command says what to do; these say what is ("Grab the purse is taken to the road").
 STATEMENT = frozenset("is are was were".split())
 # A choice speaks to the player, never as the player or about someone listening.
 SPEAKERS = frozenset("i i'm i'll me my mine we us you you're".split())
-EXAMPLE_SCENE = "A narrow forest path splits in two beside an old well."
-EXAMPLE_CHOICE = "Take the left path"
-EXAMPLE_DESTINATION = "A dark hollow where wolves howl."
-EXAMPLE_ANSWER = "Take the left path down to the dark hollow"
+# Worked examples (scene, choice, where it leads, rewrite): each rewrite takes its words from where the choice
+# leads, which is what makes it belong to this beat and to no other.
+EXAMPLES = (
+    ("A narrow forest path splits in two beside an old well.", "Take the left path",
+     "A dark hollow where wolves howl.", "Take the left path down to the dark hollow"),
+    ("A dusty study with a desk and a tall bookcase.", "Search the study",
+     "Under the desk you find a locked chest.", "Search the desk for a chest"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class ChoiceConfig:
     """How many rewrites to sample and what a good choice measures."""
 
-    # Rewrites sampled per destination, as one batch: two give a second try at little cost, since the
-    # prompt is read once per batch row and the rows decode together.
-    candidates_per_destination: int = 2
+    # Rewrites sampled per destination, as one batch. The backend reads the prompt once per row, so each row
+    # costs a prompt's reading: three rows (with 10 tokens each) kept a beat near 2 s on one thread, where
+    # six took 4 s.
+    candidates_per_destination: int = 3
     min_words: int = 2
     max_words: int = 10
     # MiniLM cosine to the scene and the destination. Short commands score low against a long scene: the
@@ -110,13 +126,16 @@ class ChoiceConfig:
     min_relevance: float = 0.12
     # Choices closer than this say the same thing twice ("Open the door" / "Open the wooden door").
     max_pair_similarity: float = 0.8
+    # Rewrites are ranked by their margin towards their own destination (a cosine difference, about 0 to 0.3)
+    # plus this times the model's mean log-probability per token (about -4 for fluent, -10 for nonsense).
+    fluency_weight: float = 0.05
     # Scenes past this many characters are cut at a sentence end: the prompt is read before the first token,
     # and a long prompt was most of the wait.
     max_scene_characters: int = 160
-    # Warm enough that two rewrites differ; a choice of at most 10 words, less its seeded verb, fits in 14
-    # tokens, and every token is a step the player waits for.
+    # Warm enough that the rewrites differ; 10 tokens after the seeded verb hold the short commands people
+    # accepted (the longer rewrites ran into clauses), and every token is a step the player waits for.
     settings: GenerationSettings = field(
-        default_factory=lambda: GenerationSettings(temperature=0.8, max_new_tokens=14, stop=(".", "!", "\n", ";"))
+        default_factory=lambda: GenerationSettings(temperature=0.8, max_new_tokens=10, stop=(".", "!", "\n", ";"))
     )
 
 
@@ -138,8 +157,14 @@ def rewrite_messages(scene: str, choice: Mapping[str, str]) -> list[Message]:
     """The prompt that rewrites one authored choice for `scene`, the reply seeded with the choice's verb."""
     return [
         {"role": "system", "content": "Rewrite the story choice for the scene as one short command."},
-        {"role": "user", "content": question_for(EXAMPLE_SCENE, EXAMPLE_CHOICE, EXAMPLE_DESTINATION)},
-        {"role": "assistant", "content": f"{EXAMPLE_ANSWER}."},
+        *(
+            message
+            for example_scene, text, leads_to, answer in EXAMPLES
+            for message in (
+                {"role": "user", "content": question_for(example_scene, text, leads_to)},
+                {"role": "assistant", "content": f"{answer}."},
+            )
+        ),
         {"role": "user", "content": question_for(scene, choice["text"], choice.get("leads_to", ""))},
         {"role": "assistant", "content": reply_seed(choice["text"])},
     ]  # fmt: skip
@@ -211,8 +236,15 @@ def wording_problems(text: str, config: ChoiceConfig | None = None) -> list[str]
 
 
 def broken_articles(words: list[str]) -> bool:
-    """Whether an article runs straight into a small word ("the down", "the to")."""
-    return any(word in ARTICLES and following in FUNCTION_WORDS for word, following in itertools.pairwise(words))
+    """Whether an article runs into a small word ("the down", "the to"), or its adjectives into one with no
+    noun between ("the upper to the old city")."""
+    for index, word in enumerate(words):
+        if word not in ARTICLES:
+            continue
+        rest = list(itertools.dropwhile(lambda following: following in ADJECTIVES, words[index + 1 :]))
+        if not rest or rest[0] in FUNCTION_WORDS | PREPOSITIONS:
+            return True
+    return False
 
 
 def stem(word: str) -> str:
@@ -335,7 +367,7 @@ def rewrites_for(
     options = [option_from(seed_word, reply) for reply in replies]
     authored = choice["text"].strip().lower()
     # Words of the worked example that this beat never uses: a rewrite with one copied the example.
-    echoes = set(words_of(f"{EXAMPLE_SCENE} {EXAMPLE_DESTINATION} {EXAMPLE_ANSWER}")) - FUNCTION_WORDS - PLAYER_VERBS
+    echoes = set(words_of(" ".join(" ".join(example) for example in EXAMPLES))) - FUNCTION_WORDS - PLAYER_VERBS
     echoes -= set(words_of(f"{scene} {choice['text']} {choice.get('leads_to', '')}"))
     kept = [
         option
@@ -343,6 +375,32 @@ def rewrites_for(
         if option.lower() != authored and not set(words_of(option)) & echoes and not wording_problems(option, config)
     ]
     return list(dict.fromkeys(kept))
+
+
+def ranked(
+    model: LanguageModel,
+    texts: list[str],
+    own: int,
+    beat: Mapping[str, Any],
+    embedder: Embedder,
+    config: ChoiceConfig,
+) -> list[str]:
+    """`texts` (rewrites of authored choice `own`) best first: how much closer each reads to its own destination
+    than to the nearest other, plus how fluent the model finds it, where the backend can say."""
+    if len(texts) < 2:
+        return texts
+    authored = list(beat["authored"])
+    vectors = embedder.embed([*texts, *(destination_text(option) for option in authored)])  # (N + A, D)
+    closeness = vectors[: len(texts)] @ vectors[len(texts) :].T  # (N, A)
+    others = [index for index in range(len(authored)) if index != own]
+    margins = closeness[:, own] - (closeness[:, others].max(axis=1) if others else 0.0)  # (N,)
+    fluency = getattr(model, "continuation_logprob", None)
+    context = f"{shortened(str(beat.get('scene', '')), config.max_scene_characters)}\nYou decide:"
+    scores = [
+        float(margin) + (config.fluency_weight * fluency(context, text) if callable(fluency) else 0.0)
+        for margin, text in zip(margins, texts, strict=True)
+    ]
+    return [text for _, text in sorted(zip(scores, texts, strict=True), key=lambda pair: -pair[0])]
 
 
 def generate_choices(
@@ -368,11 +426,18 @@ def generate_choices(
     for index, choice in enumerate(authored):
         rewrites = rewrites_for(model, scene, choice, config, None if seed is None else seed * 101 + index)
         remembering.embed([*rewrites, choice["text"]])
-        passing = [
-            text
-            for text in rewrites
-            if not measured_problems({"text": text, "to": choice["to"]}, beat, remembering, config)
-        ]
+        passing = ranked(
+            model,
+            [
+                text
+                for text in rewrites
+                if not measured_problems({"text": text, "to": choice["to"]}, beat, remembering, config)
+            ],
+            index,
+            beat,
+            remembering,
+            config,
+        )
         options.append([(text, True) for text in passing] + [(choice["text"], False)])
     best: tuple[int, list[tuple[str, bool]]] | None = None
     for combination in itertools.product(*options):

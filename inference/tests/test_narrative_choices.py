@@ -71,6 +71,13 @@ def test_words_from_outside_the_world_and_half_phrases_are_refused() -> None:
     assert wording_problems("Pay the ferryman a coin") == []
 
 
+def test_an_article_whose_adjectives_run_into_a_preposition_has_lost_its_noun() -> None:
+    assert any("whole phrase" in problem for problem in wording_problems("Climb the upper to the old city"))
+    assert any("whole phrase" in problem for problem in wording_problems("Lower the torn"))
+    assert wording_problems("Turn back to the far end") == []
+    assert wording_problems("Climb the top of the ladder") == []
+
+
 def test_a_choice_must_act_on_something_the_beat_mentions() -> None:
     problems = pair_problems(pair("Kick the rusty door", "Search the right one"), BEAT, EMBEDDER, LENIENT)
     assert problems == ["'Search the right one': acts on nothing the beat mentions"]
@@ -103,7 +110,7 @@ def test_each_authored_choice_is_rewritten_and_keeps_its_destination() -> None:
         {"text": "Force the rusty door open", "to": "stair"},
         {"text": "Search the cellar behind the barrel", "to": "brick"},
     )
-    assert [(count, tokens) for _, count, tokens in model.requests] == [(2, 14), (2, 14)]
+    assert [(count, tokens) for _, count, tokens in model.requests] == [(3, 10), (3, 10)]
     assert "stone stair" in model.requests[0][0][-2]["content"]  # the rewrite is told where it leads
 
 
@@ -137,3 +144,9 @@ def test_the_reply_is_seeded_with_the_authored_verb_and_its_article_or_particle(
     assert rewrite_messages(SCENE, AUTHORED[0])[-1] == {"role": "assistant", "content": "Force the"}
     assert rewrite_messages(SCENE, {"text": "Hide behind the crates", "to": "x"})[-1]["content"] == "Hide behind"
     assert rewrite_messages(SCENE, {"text": "Pick locks", "to": "x"})[-1]["content"] == "Pick"
+
+
+def test_the_rewrite_closest_to_its_own_destination_is_offered_first() -> None:
+    model = RewritingModel({"Force the": [" door open", " rusty door onto the stone stair"], "Search the": [" barrel"]})
+    result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT, seed=1)
+    assert result.texts[0] == "Force the rusty door onto the stone stair"
