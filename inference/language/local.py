@@ -253,22 +253,25 @@ class LocalLanguageModel:
         else:
             generator.seed()
         end_ids = torch.tensor(sorted(self.end_token_ids), device=self.config.device)
-        inputs = prompt.expand(count, -1)  # (count, T): the same prompt in every row
         cache = DynamicCache(config=self.model.config)  # filled in place by every forward pass
+        # The prompt is read once and its cache copied to every row: reading it is most of a short reply's cost.
+        output = self.model(input_ids=prompt, use_cache=True, **{self.cache_argument: cache})
+        if count > 1:
+            cache.batch_repeat_interleave(count)
+        logits = output.logits[:, -1, :].float().expand(count, -1)  # (count, vocabulary)
         generated = torch.empty((count, 0), dtype=torch.long, device=self.config.device)
         ended = torch.zeros(count, dtype=torch.bool, device=self.config.device)
         forbidden = self.script_mask(settings.script) if settings.script else None
-        for _ in range(settings.max_new_tokens):
-            output = self.model(input_ids=inputs, use_cache=True, **{self.cache_argument: cache})
-            logits = output.logits[:, -1, :].float()  # (count, vocabulary)
+        for step in range(settings.max_new_tokens):
             next_ids = sample(logits, generated, settings, generator, forbidden)  # (count,)
             ended_now = ended | torch.isin(next_ids, end_ids)
             yield torch.where(ended_now, torch.full_like(next_ids, -1), next_ids)
             ended = ended_now
-            if bool(ended.all()):
+            if bool(ended.all()) or step == settings.max_new_tokens - 1:
                 return
             generated = torch.cat([generated, next_ids[:, None]], dim=1)
-            inputs = next_ids[:, None]  # (count, 1)
+            output = self.model(input_ids=next_ids[:, None], use_cache=True, **{self.cache_argument: cache})
+            logits = output.logits[:, -1, :].float()  # (count, vocabulary)
 
 
 def sample(
