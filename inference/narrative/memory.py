@@ -140,6 +140,11 @@ DISCLOSURE = re.compile(
     r"need|want|secret|hid|hidden|stole|owe|promise|remember|key|map|letter|ship|killed|buried)\b",
     re.I,
 )
+TAG_QUESTION = re.compile(
+    r",\s*(?:have|has|did|do|does|can|could|would|will|is|are|was|were|what|where|who|any|you|right|isn't|don't|"
+    r"didn't|eh)\b[^,]*\?$",
+    re.I,
+)
 PRONOUN_START = re.compile(r"^(she|he|they|it|his|her|their|its)\b", re.I)
 PROPER_NOUN_OR_NUMBER = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]+|\d+)\b")
 
@@ -165,7 +170,8 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
     memories: list[Memory] = []
     previous = ""
     for match in SENTENCE.finditer(player_message):
-        sentence = match.group().strip()
+        # "I lost a glove by the stall, have you seen it?" tells something before it asks.
+        sentence = TAG_QUESTION.sub(".", match.group().strip())
         words = sentence.split()
         kept = not (
             len(words) < 3 or sentence.endswith("?") or QUESTION_START.match(sentence) or SMALL_TALK.match(sentence)

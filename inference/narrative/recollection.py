@@ -39,6 +39,8 @@ QUESTION_FORM = re.compile(
     re.I,
 )
 ABOUT_THE_PLAYER = re.compile(r"\b(my|mine|i|me|i'm|i've|i'd|myself)\b", re.I)
+# "And her name?" after "What does my wife do?": the pronoun is someone of the player's the last line named.
+SOMEONE_MENTIONED = re.compile(r"\b(her|his|their|she|he|they|them|him|its|it)\b", re.I)
 # Words that say what kind of answer is wanted, not what it is about.
 NAME_WORDS = {"name", "names", "named", "called", "call", "who", "whom"}
 # Topic words and the words a player uses for the same thing when telling it.
@@ -66,8 +68,10 @@ NUMBER_WORD = (
     r"hundred|a dozen|dozen)"
 )
 NAME_AFTER = re.compile(
-    r"\b(?i:called|named|name is|name's|names are|i'm|i am|call me|known as)\s+((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)?)"
+    r"\b(?i:called|named|name is|name's|names are|i'm|i am|call me|known as)\s+(?:the\s+)?"
+    r"((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)?)"
 )
+NAME_BEFORE = re.compile(r"^([A-Z][\w'-]*) (?:is|was) (?:what|my|our|the)\b.*\b(?:name|called)\b")
 SELF_NAMING = re.compile(r"\b(?i:my name is|my name's|i'm|i am|call me|they call me)\s+[A-Z]")
 CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?")
 PLACE_AFTER = re.compile(
@@ -99,8 +103,10 @@ class RecollectionConfig:
     overlap_weight: float = 0.5
     anchor_weight: float = 0.5
     kind_weight: float = 0.3
-    # Without a shared topic word or anchor, a sentence must be this close to the question to answer it.
+    # Without a shared topic word or anchor, a sentence must be this close to the question to answer it, or
+    # `min_cosine_typed` when it holds the very kind of span the question wants (a name, a place, a number).
     min_cosine_alone: float = 0.55
+    min_cosine_typed: float = 0.35
 
 
 @dataclass(frozen=True)
@@ -128,9 +134,14 @@ def is_question(text: str) -> bool:
     return bool(QUESTION_FORM.search(text.strip()))
 
 
-def asks_about_the_player(question: str) -> bool:
-    """A question about what the player is, has, did or knows ("What was my brother called?")."""
-    return is_question(question) and bool(ABOUT_THE_PLAYER.search(question))
+def asks_about_the_player(question: str, previous: str = "") -> bool:
+    """A question about what the player is, has, did or knows ("What was my brother called?"), or about
+    someone of theirs that the player's previous line (`previous`) named ("And her name?")."""
+    if not is_question(question):
+        return False
+    return bool(ABOUT_THE_PLAYER.search(question)) or (
+        bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous))
+    )
 
 
 def answer_kind(question: str) -> str:
@@ -166,7 +177,7 @@ def anchors_of(text: str) -> set[str]:
 def answer_span(sentence: str, kind: str) -> str:
     """The span of `sentence` that answers a question wanting `kind`; "" when it holds none."""
     if kind == NAME:
-        if found := NAME_AFTER.search(sentence):
+        if found := NAME_AFTER.search(sentence) or NAME_BEFORE.search(sentence):
             return found.group(1)
         names = [match for match in CAPITALISED.findall(sentence[1:]) if match.split()[0] not in {"I", "I'm"}]
         return names[0] if names else ""
@@ -213,17 +224,19 @@ def recollect(
     memories: Sequence[str],
     embedder: Embedder,
     config: RecollectionConfig | None = None,
+    previous: str = "",
 ) -> Recollection | None:
-    """The recalled sentence that answers `question` (embedded as (D,)), or None when none does."""
+    """The recalled sentence that answers `question` (embedded as (D,)), or None when none does; `previous` is
+    the player's line before it, which says whom a pronoun in the question means."""
     config = config or RecollectionConfig()
-    if not memories or not asks_about_the_player(question):
+    if not memories or not asks_about_the_player(question, previous):
         return None
     candidates = sentences_of(memories)
     if not candidates:
         return None
     kind = answer_kind(question)
     topic = topic_of(question)
-    anchors = anchors_of(question)
+    anchors = anchors_of(question) or (anchors_of(previous) if SOMEONE_MENTIONED.search(question) else set())
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
     best: tuple[float, Recollection] | None = None
     for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
@@ -236,7 +249,8 @@ def recollect(
         own_name = bool(OWN_NAME.search(question))
         if own_name and not (anchored or SELF_NAMING.search(sentence)):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
-        if not (anchored or own_name or overlap > 0 or cosine >= config.min_cosine_alone):
+        typed = bool(answer) and kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed
+        if not (anchored or own_name or typed or overlap > 0 or cosine >= config.min_cosine_alone):
             continue
         score = (
             cosine

@@ -153,10 +153,11 @@ class Narrator:
         ]
         player_name = job.data["speaker"] or setting.player_name
         lore = [str(text) for text in recalled.get("lore", [])]
-        recollection = recollect(said, query, memories, self.embedder)
+        previous = next((message["content"] for message in reversed(history) if message["role"] == "user"), "")
+        recollection = recollect(said, query, memories, self.embedder, previous=previous)
         known = self.known(member, setting, clues, lore, player_name)
         grounding = None
-        if recollection is None and not asks_about_the_player(said):
+        if recollection is None and not asks_about_the_player(said, previous):
             grounding = grounding_fact(said, query, known, self.config.prompting)
         prompt = character_prompt(
             character=member.sheet,

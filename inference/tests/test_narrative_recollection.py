@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inference.language.embedding import default_embedder
+from inference.narrative.memory import extract_memories
 from inference.narrative.recollection import answer_span, asks_about_the_player, recollect, sentences_of
 
 EMBEDDER = default_embedder()
@@ -75,3 +76,30 @@ def test_any_text_gives_a_recollection_that_states_its_answer_or_none(question: 
 
 def test_every_sentence_of_the_memories_is_kept_once() -> None:
     assert sentences_of(["I sail. My boat is red!", "my boat is red", "Hi"]) == ["I sail.", "My boat is red!"]
+
+
+def test_a_fact_told_before_a_tag_question_is_remembered_and_answered() -> None:
+    told = [
+        memory.text for memory in extract_memories("I lost a yellow glove by the noodle stall, have you seen it?", 1)
+    ]
+    assert told == ["I lost a yellow glove by the noodle stall."]
+    assert recollected("What was it I'd lost again?", told) == (
+        "You lost a yellow glove by the noodle stall.",
+        "a yellow glove",
+    )
+
+
+def test_her_name_is_the_name_of_whom_the_players_last_line_was_about() -> None:
+    memories = ["My wife Hanne bakes bread for the whole village.", "I met a sailor named Bram."]
+    question = "And her name, do you remember it?"
+    found = recollect(question, EMBEDDER.embed([question])[0], memories, EMBEDDER, previous="What does my wife do?")
+    assert found is not None and found.answer == "Hanne"
+    assert recollected(question, memories) is None  # without that line, "her" names nobody of the player's
+
+
+def test_a_name_may_come_first_or_after_the_word_called() -> None:
+    assert recollected("What's my dog called?", ["Biscuit is my dog's name."]) == (
+        "Biscuit is your dog's name.",
+        "Biscuit",
+    )
+    assert recollected("What did I call my boat?", ["I sail a skiff called the Pipit."])[1] == "Pipit"
