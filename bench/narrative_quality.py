@@ -22,7 +22,8 @@ and importance).
   failed rewrite is not a pass. Target 0.8.
 
 Every reply and choice pair scored is written verbatim to bench/results/narrative_eval_transcripts.md.
---quick (CI) plays the first conversation of each part and three memory cases; the rest always runs whole.
+--quick (CI) plays the first conversation of each part without its small talk, three memory cases and four
+beats; hooks and world prompts always run whole.
 """
 
 from __future__ import annotations
@@ -227,7 +228,9 @@ def conversation_figures(
         talk = Conversation(narrator, case["world"], case["player_name"], case["character"])
         setting = talk.setting
         transcript.append(f"\n### {case['character']} ({case['world']}) and {case['player_name']}\n")
-        for turn in case["turns"]:
+        # Quick: the introductions and the questions that ask for them back, without the talk in between.
+        turns = [turn for index, turn in enumerate(case["turns"]) if not quick or index < 3 or turn["expect_words"]]
+        for turn in turns:
             last_reply = talk.history[-1]["content"] if talk.history else ""
             started = time.perf_counter()
             talk.link.first_line_at = None

@@ -73,3 +73,19 @@ def test_the_quick_world_evaluation_writes_every_figure_the_issue_names() -> Non
     assert figures["one_step_psnr_db"] > figures["mean_frame_psnr_db"]
     # The event test must tell events apart: another event's change passes for this one's far less often.
     assert figures["event_persistence_wrong_event"] < figures["event_persistence"]
+
+
+@pytest.mark.slow
+def test_the_quick_narrative_evaluation_writes_both_parts_and_its_transcripts() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--eval", "--quick", "--only", "narrative_eval"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((ROOT / "bench" / "results" / "narrative_eval.json").read_text())
+    names = ["memory_use_rate", "reply_in_character_rate", "hook_branch_accuracy", "hook_fallback_accuracy",
+             "prompt_event_accuracy", "choice_pair_pass_rate"]  # fmt: skip
+    assert {*names, *(f"{name}_tuning" for name in names)} <= set(figures)
+    assert all(0.0 <= figures[name] <= 1.0 for name in names)
+    transcripts = (ROOT / "bench" / "results" / "narrative_eval_transcripts.md").read_text()
+    assert "## The untouched part" in transcripts and "## The tuning part" in transcripts
