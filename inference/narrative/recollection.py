@@ -77,6 +77,7 @@ CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?")
 PLACE_AFTER = re.compile(
     r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:[A-Z][\w'-]*|of|on|upon))*)"
 )
+FROM_PLACE = re.compile(r"\bfrom\s+((?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
 PLACE_PHRASE = re.compile(
     r"\b(?:in|at|from|near|on|by|under|behind)\s+((?:the|a|an|my|our)\s+[\w'-]+(?:\s+(?!(?:in|at|on|by|with|and|but|"
     r"because|when|where|since)\b)[\w'-]+){0,4})"
@@ -174,14 +175,18 @@ def anchors_of(text: str) -> set[str]:
     return {stem(word) for pair in found for word in pair if word and word not in STOP_WORDS}
 
 
-def answer_span(sentence: str, kind: str) -> str:
-    """The span of `sentence` that answers a question wanting `kind`; "" when it holds none."""
+def answer_span(sentence: str, kind: str, from_where: bool = False) -> str:
+    """The span of `sentence` that answers a question wanting `kind`; "" when it holds none. `from_where`: the
+    question asks where the player comes from, which only a place after "from" answers."""
     if kind == NAME:
         if found := NAME_AFTER.search(sentence) or NAME_BEFORE.search(sentence):
             return found.group(1)
         names = [match for match in CAPITALISED.findall(sentence[1:]) if match.split()[0] not in {"I", "I'm"}]
         return names[0] if names else ""
     if kind == PLACE:
+        if from_where:
+            found = FROM_PLACE.search(sentence)
+            return found.group(1) if found else ""
         if found := PLACE_AFTER.search(sentence):
             return found.group(1)
         found = PLACE_PHRASE.search(sentence)
@@ -239,8 +244,9 @@ def recollect(
     anchors = anchors_of(question) or (anchors_of(previous) if SOMEONE_MENTIONED.search(question) else set())
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
     best: tuple[float, Recollection] | None = None
+    from_where = kind == PLACE and bool(re.search(r"\bfrom\b", question, re.I))
     for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
-        answer = answer_span(sentence, kind)
+        answer = answer_span(sentence, kind, from_where)
         if not answer and kind != THING:
             continue
         stems = {stem(word) for word in words(sentence)}

@@ -46,7 +46,7 @@ class ReplyCheckConfig:
 
     # Share of a sentence's words (as a set) found in one sentence of the previous reply.
     max_overlap_with_last_reply: float = 0.7
-    # Words below this many letters are too short for a repeat to mean anything.
+    # Shorter sentences repeat only when every word of theirs was in one sentence of the last reply.
     min_words_for_repetition: int = 4
     # Longest word a character says; longer ones are glued nonsense ("thelighthousekeeperofthe").
     max_word_length: int = 20
@@ -100,12 +100,15 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
 
 
 def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:
+    """Whether the sentence says one of the last reply's sentences again: most of its words, or, for a short
+    sentence ("A story." after "A nice story."), every one of them."""
     said = set(words_of(sentence))
-    if len(said) < config.min_words_for_repetition or not last_reply:
+    if not said or not last_reply:
         return False
+    share = config.max_overlap_with_last_reply if len(said) >= config.min_words_for_repetition else 1.0
     for earlier in re.split(r"(?<=[.!?…])\s+", last_reply):
         before = set(words_of(earlier))
-        if before and len(said & before) / len(said) >= config.max_overlap_with_last_reply:
+        if before and len(said & before) / len(said) >= share and (len(said) > 1 or said == before):
             return True
     return False
 

@@ -158,7 +158,10 @@ class Narrator:
         known = self.known(member, setting, clues, lore, player_name)
         grounding = None
         if recollection is None and not asks_about_the_player(said, previous):
-            grounding = grounding_fact(said, query, known, self.config.prompting)
+            # Two sentences the character knows that fit the question alike are usually both true of it, unlike
+            # two memories, so the best one grounds the reply however close the runner-up.
+            knowledge = dataclasses.replace(self.config.prompting, grounding_margin=0.0)
+            grounding = grounding_fact(said, query, known, knowledge)
         prompt = character_prompt(
             character=member.sheet,
             player_message=said,
@@ -207,8 +210,8 @@ class Narrator:
 
         The model's opening is held until it has said enough words to judge whether it is about this turn (a
         bare "Most evenings." is, once "It rolls in off the causeway." follows); a reply that ends sooner is
-        too short to judge and is shown. The grounding prefix is the platform's own sentence, shown at once
-        and never refused for repeating the last reply."""
+        judged as it is. The grounding prefix is the platform's own sentence, shown at once and never refused
+        for repeating the last reply."""
         member: CastMember = job.data["character"]
         setting = job.setting
         assert setting is not None
@@ -226,6 +229,8 @@ class Narrator:
             for sentence in self.safe_sentences(pieces, setting, link, job.session, name):
                 own = sentence in prompt.reply_prefix
                 problems = [] if own else sentence_problems(sentence, context)
+                if not own and restates(sentence, prompt.reply_prefix):
+                    problems.append("restates the grounded answer")  # "Your name is Ilse. Your name is Ida."
                 if problems:
                     logger.info("%s's sentence %r refused: %s", name, sentence, "; ".join(problems))
                     break
@@ -242,7 +247,8 @@ class Narrator:
                 held = []
                 if len(shown) >= self.config.reply_sentences:
                     break
-            shown += self.show(held, job, link, name)  # a reply that ended before it said enough to judge
+            if held and (judged or self.about_this_turn(" ".join(held), topic)):
+                shown += self.show(held, job, link, name)  # a reply that ended before five words
             if shown:
                 return shown[: self.config.reply_sentences]
         return []
@@ -422,6 +428,12 @@ class Narrator:
                 return text if allowed(text, setting, link, session, "narrator") else ""
             logger.info("narration %r refused: %s", text, "; ".join(problems) or "not about this turn")
         return ""
+
+
+def restates(sentence: str, prefix: str) -> bool:
+    """Whether a sentence the model wrote after a grounded answer opens as the answer did, to say it again."""
+    opening = prefix.lower().split()[:3]
+    return len(opening) == 3 and sentence.lower().split()[:3] == opening
 
 
 def sentences_of(text: str) -> list[str]:

@@ -187,7 +187,7 @@ def test_refused_text_is_never_streamed_and_is_reported(tiny_model: LocalLanguag
         """A model that says one refused sentence, whatever it is asked."""
 
         def stream(self, messages: list[Any], settings: Any) -> Any:
-            return iter(["Fine. ", "You should kill yourself. ", "Bye."])
+            return iter(["Fine, I keep the harbour ledger. ", "You should kill yourself. ", "Bye."])
 
     session_host = host()
     session_host.open(open_message())
@@ -195,7 +195,7 @@ def test_refused_text_is_never_streamed_and_is_reported(tiny_model: LocalLanguag
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), Scripted), link)
     shown = [line["text"] for line in link.of_type("session.character_line") if line["text"]]
-    assert shown == ["Fine."]
+    assert shown == ["Fine, I keep the harbour ledger."]
     assert link.of_type("session.blocked")[0]["terms"] == ["kill yourself"]
 
 
@@ -334,7 +334,7 @@ def test_a_reply_about_something_else_is_resampled_then_replaced_by_the_creators
 
 
 def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
-    model = Repeating("Keep it close. ")
+    model = Repeating("Keep it close. ")  # a remark about nothing the player asked
     session_host = host()
     session_host.open(open_message())
     link = RecordingLink(memories=["My brother is called Marco."])
@@ -344,7 +344,9 @@ def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
             Narrator(HashedWordsEmbedder(), lambda: model).run(job, link)
             session_host.conversation_record("s", "Eve", job.data["text"], link.recorded[-1][3])
     replies = [reply for *_, reply in link.recorded]
-    assert replies == ["Your brother is called Marco. Keep it close."] * 2
+    # The answer is said again although the last reply said it; the model's "Keep it close." is about nothing
+    # of this turn, so the answer stands alone.
+    assert replies == ["Your brother is called Marco."] * 2
 
 
 def test_the_narrators_own_line_is_checked_like_a_characters() -> None:

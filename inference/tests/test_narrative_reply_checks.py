@@ -66,3 +66,9 @@ def test_a_sentence_that_stops_before_its_point_is_refused_and_one_that_ends_on_
     assert sentence_problems("Your name is Marten and I'm.", LIGHTHOUSE) == ["breaks off mid-phrase"]
     assert sentence_problems("They never found out what it was.", LIGHTHOUSE) == []
     assert sentence_problems("Come in.", LIGHTHOUSE) == []
+
+
+def test_a_short_sentence_said_again_is_a_repeat() -> None:
+    context = ReplyContext(world_words=frozenset(), last_reply="A nice story.")
+    assert sentence_problems("A story.", context) == ["repeats the last reply"]
+    assert sentence_problems("A lamp.", context) == []
