@@ -14,6 +14,8 @@ from typing import Any
 from worlds.formats.errors import FormatError
 from worlds.formats.limits import MAX_JSON_BYTES, MAX_JSON_DEPTH, check_size
 
+NUL_REFUSED = "holds a NUL character (U+0000), which no text field can store"
+
 
 def decode_utf8(data: bytes | str, format_name: str) -> str:
     """The text of `data`, which must be UTF-8; a leading byte order mark (Windows editors write one) is dropped."""
@@ -22,6 +24,8 @@ def decode_utf8(data: bytes | str, format_name: str) -> str:
             data = data.decode("utf-8")
         except UnicodeDecodeError as error:
             raise FormatError(format_name, f"byte {error.start}", "not valid UTF-8 text") from error
+    if "\x00" in data:
+        raise FormatError(format_name, f"character {data.index(chr(0))}", NUL_REFUSED)
     return data.removeprefix("\ufeff")
 
 
@@ -50,16 +54,21 @@ def load_json(
         raise FormatError(format_name, where, str(error)) from error
     except RecursionError as error:
         raise FormatError(format_name, where, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from error
-    _check_depth(value, format_name, where)
+    _check_structure(value, format_name, where)
     return value
 
 
-def _check_depth(value: Any, format_name: str, where: str) -> None:
+def _check_structure(value: Any, format_name: str, where: str) -> None:
+    """Nesting within MAX_JSON_DEPTH, and no NUL character (U+0000) in a key or a string, which PostgreSQL's
+    text and jsonb cannot hold: an escaped NUL would otherwise fail at the database, a 500, not a refusal."""
     # Iterative, so checking a deep document cannot itself hit the recursion limit.
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            raise FormatError(format_name, where, NUL_REFUSED)
         if isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
             children: Iterable[Any] = item.values()
         elif isinstance(item, list):
             children = item

@@ -79,3 +79,11 @@ def test_lists_over_their_limit_are_refused() -> None:
     book = JsonObject({"entries": [{}] * 11}, format_name="character-book", where="")
     with pytest.raises(FormatError, match="entries: has 11 items, over the limit of 10"):
         book.children("entries", limit=10)
+
+
+@pytest.mark.parametrize(
+    "text", ['{"name": "a\\u0000b"}', '{"a\\u0000": 1}', '["ok", ["\\u0000"]]', '{"name": "a\x00b"}']
+)
+def test_a_nul_character_is_refused_by_name_before_it_reaches_the_database(text: str) -> None:
+    with pytest.raises(FormatError, match="NUL character"):
+        load_json(text, "lorebook")
