@@ -255,7 +255,10 @@ def recollect(
         own_name = bool(OWN_NAME.search(question))
         if own_name and not (anchored or SELF_NAMING.search(sentence)):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
-        typed = bool(answer) and kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed
+        # "Where did I say I came from?" has one kind of answer, a place after "from": any such sentence answers.
+        typed = bool(answer) and (
+            from_where or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
+        )
         if not (anchored or own_name or typed or overlap > 0 or cosine >= config.min_cosine_alone):
             continue
         score = (

@@ -23,7 +23,9 @@ OFF_WORLD_WORDS = {
     "essay", "facebook", "fallacy", "google", "hashtag", "instagram", "internet", "laptop", "linkedin", "login",
     "newsletter", "online", "paragraph", "password", "podcast", "programming", "reddit", "roleplay",
     "smartphone", "software", "subscribe", "tiktok", "tweet", "twitter", "upload", "url", "user", "users",
-    "video", "videos", "website", "websites", "wifi", "wikipedia", "workstation", "youtube",
+    "video", "videos", "website", "websites", "wifi", "wikipedia", "workstation", "youtube", "movie", "movies",
+    "film", "films", "fictional", "tv", "television", "celebrity", "episode", "album", "universe", "planet",
+    "game", "games", "tournament", "player", "players",
 }  # fmt: skip
 ASSISTANT_OPENINGS = re.compile(
     r"^\s*(you'?re right|you are right|you are correct|that'?s right|as an ai|as a language model|i'?m an ai|"

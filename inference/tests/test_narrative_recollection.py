@@ -103,3 +103,11 @@ def test_a_name_may_come_first_or_after_the_word_called() -> None:
         "Biscuit",
     )
     assert recollected("What did I call my boat?", ["I sail a skiff called the Pipit."])[1] == "Pipit"
+
+
+def test_where_the_player_comes_from_is_the_place_after_from() -> None:
+    memories = ["My name is Ilse, I came over on the morning ferry.", "I'm a clockmaker from Varnholt."]
+    assert recollected("And where was it I said I came from?", memories) == (
+        "You're a clockmaker from Varnholt.",
+        "Varnholt",
+    )
