@@ -40,7 +40,7 @@ QUESTION_FORM = re.compile(
 )
 ABOUT_THE_PLAYER = re.compile(r"\b(my|mine|i|me|i'm|i've|i'd|myself)\b", re.I)
 # "And her name?" after "What does my wife do?": the pronoun is someone of the player's the last line named.
-SOMEONE_MENTIONED = re.compile(r"\b(her|his|their|she|he|they|them|him|its|it)\b", re.I)
+SOMEONE_MENTIONED = re.compile(r"\b(her|his|their|she|he|they|them|him)\b", re.I)
 # Words that say what kind of answer is wanted, not what it is about.
 NAME_WORDS = {"name", "names", "named", "called", "call", "who", "whom"}
 # Topic words and the words a player uses for the same thing when telling it.

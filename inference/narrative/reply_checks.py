@@ -30,7 +30,9 @@ OFF_WORLD_WORDS = {
 ASSISTANT_OPENINGS = re.compile(
     r"^\s*(you'?re right|you are right|you are correct|that'?s right|as an ai|as a language model|i'?m an ai|"
     r"i am an ai|i'?m sorry,? but|certainly|sure[,!]|of course[,!]|great question|good question|"
-    r"i'?m just a|i am just a|i cannot|i can'?t help|hello there|how can i (help|assist))",
+    r"i'?m just a|i am just a|i cannot|i can'?t help|hello there|how can i (help|assist)|"
+    r"(that'?s|it'?s|what) an? (great|good|wonderful|funny|interesting|fair|nice|lovely) (question|one|story|idea)|"
+    r"i'?m (so )?glad you (asked|found|enjoyed|liked))",
     re.I,
 )
 NOT_PROSE = re.compile(r"\{\{|\}\}|<START>|https?://|www\.|^\s*[#*-]\s|\b(user|assistant|system)\s*:", re.I | re.M)

@@ -111,3 +111,9 @@ def test_where_the_player_comes_from_is_the_place_after_from() -> None:
         "You're a clockmaker from Varnholt.",
         "Varnholt",
     )
+
+
+def test_a_question_about_the_place_is_not_about_what_the_player_said_before() -> None:
+    previous = "I've got a jar of fireflies in my bag."
+    assert not asks_about_the_player("Is it always like this?", previous)
+    assert asks_about_the_player("And what did she want?", "My niece stayed home.")

@@ -72,3 +72,8 @@ def test_a_short_sentence_said_again_is_a_repeat() -> None:
     context = ReplyContext(world_words=frozenset(), last_reply="A nice story.")
     assert sentence_problems("A story.", context) == ["repeats the last reply"]
     assert sentence_problems("A lamp.", context) == []
+
+
+def test_an_assistants_praise_of_the_question_is_refused() -> None:
+    for said in ("What a great question, what would you say?", "That's an interesting one.", "I'm glad you asked."):
+        assert sentence_problems(said, LIGHTHOUSE) == ["an assistant's voice"]
