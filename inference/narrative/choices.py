@@ -61,14 +61,24 @@ row run rush sail salute save say scale scramble scream search seize sell set sh
 shout show signal sing sit slash sleep slip sneak speak splash spy stand stay steal steer step stop
 strike study swim swing take talk taste tell thank threaten throw tie toast touch trace track trade
 trust try turn unlock untie wade wait wake walk warn wash watch wave whisper wipe yell
+admit agree aid alert answer apologise apologize assemble bandage barricade bet block brace brew build cast
+chart cheat claim clear coax conceal confess consult crack crank cure dare decline deny disarm disguise
+distract douse drain dress drift empty explore face fasten feel fix flag flash flip fold forge forgive gamble
+grip haul heal hire hoist hurl inform investigate invite join kindle knit laugh learn let listen loot lure
+mix name negotiate nod note observe obey paint patch pause perform plant play pledge plug polish praise
+prepare pretend probe prod pry pump punch question rally ram reason recall recover refill reject relax
+remember remove report request resist retreat reveal rig roll rouse rub sabotage salvage scout scrub seal
+send shelter shove shut sip slam slide smash smell smile sniff solve sound spend spin split sprint squeeze
+stab stack stare start stash stoke stroll submit suggest surrender swap sweep tackle tap tear test toss trap
+travel trick tug twist uncover unpack unroll use venture visit vote wander warm wear weigh whistle wield win
+wind wrap wrestle write
 """.split())  # fmt: skip
 # Adverbs that may stand before the verb ("Quietly open the door").
 MANNER = frozenset("quietly slowly carefully quickly gently boldly calmly silently cautiously swiftly".split())
 # Words from outside the world: a player never meets a "game" or an "option" inside a story.
 OFF_WORLD = frozenset("""
 game games gameplay tournament tournaments player players option options choice choices story stories
-narrator chapter level levels npc prompt assistant ai user reader model sentence rewrite command plot
-score points click button menu scene answer question goal title page
+narrator chapter npc prompt assistant ai user reader model sentence rewrite command click button menu
 """.split())  # fmt: skip
 # A choice ending on one of these was cut off mid-phrase.
 DANGLING_END = frozenset("""
@@ -203,8 +213,11 @@ def words_of(text: str) -> list[str]:
     return re.findall(r"[a-z']+", text.lower())
 
 
-def wording_problems(text: str, config: ChoiceConfig | None = None) -> list[str]:
-    """What keeps `text` from reading as something a player could do, judged from its words alone."""
+def wording_problems(
+    text: str, config: ChoiceConfig | None = None, world_words: frozenset[str] = frozenset()
+) -> list[str]:
+    """What keeps `text` from reading as something a player could do, judged from its words alone; words of
+    `OFF_WORLD` that the beat itself uses (`world_words`: "a game of dice" in a tavern) are the world's."""
     config = config or ChoiceConfig()
     words = words_of(text)
     problems: list[str] = []
@@ -220,7 +233,7 @@ def wording_problems(text: str, config: ChoiceConfig | None = None) -> list[str]
     following = words[words.index(verb) + 1 : words.index(verb) + 2]
     if following == ["to"] and verb not in VERBS_BEFORE_TO:
         problems.append(f"{verb!r} has lost what it acts on")
-    if off_world := sorted(set(words) & OFF_WORLD):
+    if off_world := sorted(set(words) & OFF_WORLD - world_words):
         problems.append(f"words from outside the world: {', '.join(off_world)}")
     if any(first == second for first, second in itertools.pairwise(words)) or broken_articles(words):
         problems.append("not a whole phrase (an article without its noun, or a word twice)")
@@ -290,9 +303,13 @@ def pair_problems(
     """Every reason a person would not accept `pair` ({"text", "to"} each) as the choices of `beat`
     ({"scene", "authored": [{"text", "to", "leads_to"}]}); [] when they would."""
     config = config or ChoiceConfig()
+    authored = beat.get("authored", [])
+    texts = [str(beat.get("scene", "")), *(f"{option['text']} {option.get('leads_to', '')}" for option in authored)]
+    world_words = frozenset(words_of(" ".join(texts)))
     problems: list[str] = []
     for choice in pair:
-        found = wording_problems(choice["text"], config) + measured_problems(choice, beat, embedder, config)
+        found = wording_problems(choice["text"], config, world_words)
+        found += measured_problems(choice, beat, embedder, config)
         problems += [f"{choice['text']!r}: {problem}" for problem in found]
     for first, second in itertools.combinations(pair, 2):
         found = alike(first["text"], second["text"], embedder, config)
@@ -368,11 +385,14 @@ def rewrites_for(
     authored = choice["text"].strip().lower()
     # Words of the worked example that this beat never uses: a rewrite with one copied the example.
     echoes = set(words_of(" ".join(" ".join(example) for example in EXAMPLES))) - FUNCTION_WORDS - PLAYER_VERBS
-    echoes -= set(words_of(f"{scene} {choice['text']} {choice.get('leads_to', '')}"))
+    beat_words = frozenset(words_of(f"{scene} {choice['text']} {choice.get('leads_to', '')}"))
+    echoes -= beat_words
     kept = [
         option
         for option in options
-        if option.lower() != authored and not set(words_of(option)) & echoes and not wording_problems(option, config)
+        if option.lower() != authored
+        and not set(words_of(option)) & echoes
+        and not wording_problems(option, config, beat_words)
     ]
     return list(dict.fromkeys(kept))
 

@@ -150,3 +150,10 @@ def test_the_rewrite_closest_to_its_own_destination_is_offered_first() -> None:
     model = RewritingModel({"Force the": [" door open", " rusty door onto the stone stair"], "Search the": [" barrel"]})
     result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT, seed=1)
     assert result.texts[0] == "Force the rusty door onto the stone stair"
+
+
+def test_common_verbs_are_a_players_and_words_the_beat_uses_are_the_worlds() -> None:
+    for text in ("Shelter in the walled ruins", "Salvage the wreck", "Seal the breach", "Answer the raven"):
+        assert wording_problems(text) == [], text
+    assert wording_problems("Accept the game of dice") == ["words from outside the world: game"]
+    assert wording_problems("Accept the game of dice", world_words=frozenset({"game", "dice"})) == []
