@@ -63,6 +63,7 @@ class ReplyContext:
     world_words: frozenset[str]  # lower-case words of the world's and the character's own texts
     last_reply: str = ""
     player_name: str = ""
+    player_line: str = ""  # what the player just said, which a reply must not say back as its own
 
 
 def words_of(text: str) -> list[str]:
@@ -100,6 +101,8 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("breaks off mid-phrase")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
+    if echoes(sentence, context.player_line, config):
+        problems.append("echoes the player's words")
     return problems
 
 
@@ -115,6 +118,16 @@ def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:
         if before and len(said & before) / len(said) >= share and (len(said) > 1 or said == before):
             return True
     return False
+
+
+def echoes(sentence: str, player_line: str, config: ReplyCheckConfig) -> bool:
+    """Whether the sentence is mostly the player's own words said back ("Do you have to climb every step?" to
+    "Do you have to climb them every night?"), the way a small model mirrors a question it cannot answer."""
+    said = words_of(sentence)
+    heard = set(words_of(player_line))
+    if len(said) < config.min_words_for_repetition or not heard:
+        return False
+    return sum(word in heard for word in said) / len(said) >= config.max_overlap_with_last_reply
 
 
 def creator_lines(*, name: str, greeting: str, example_dialogue: str, player_name: str) -> list[str]:

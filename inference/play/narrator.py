@@ -180,7 +180,7 @@ class Narrator:
                    "sections": prompt.sections, "messages": prompt.messages})  # fmt: skip
         replies = [message["content"] for message in history if message["role"] == "assistant"]
         last_reply = replies[-1] if replies else ""
-        context = ReplyContext(world_words=setting.world_words, last_reply=last_reply, player_name=player_name)
+        context = ReplyContext(setting.world_words, last_reply=last_reply, player_name=player_name, player_line=said)
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
             shown = [self.creator_line(member, query, known, replies[-2:], player_name)]

@@ -77,3 +77,9 @@ def test_a_short_sentence_said_again_is_a_repeat() -> None:
 def test_an_assistants_praise_of_the_question_is_refused() -> None:
     for said in ("What a great question, what would you say?", "That's an interesting one.", "I'm glad you asked."):
         assert sentence_problems(said, LIGHTHOUSE) == ["an assistant's voice"]
+
+
+def test_the_players_question_said_back_is_refused() -> None:
+    context = ReplyContext(world_words=frozenset(), player_line="Do you have to climb them every single night?")
+    assert sentence_problems("Do you have to climb every step?", context) == ["echoes the player's words"]
+    assert sentence_problems("Every night, all 112 of them.", context) == []
