@@ -193,21 +193,7 @@ class Conversation:
 
     def tell(self, text: str) -> None:
         """A line the player says that only matters for memory: it is remembered without a reply."""
-        self.link.send(self.narrator_exchange(text))
-
-    def narrator_exchange(self, text: str) -> dict[str, Any]:
-        from inference.narrative.memory import extract_memories
-
-        told = extract_memories(text, turn=0)
-        vectors = self.narrator.embedder.embed([memory.text for memory in told])  # (M, D)
-        return {
-            "type": "session.exchange",
-            "memories": [
-                {"text": memory.text, "importance": memory.importance,
-                 "embedding": base64.b64encode(vector.astype("<f4").tobytes()).decode()}
-                for memory, vector in zip(told, vectors, strict=True)
-            ],
-        }  # fmt: skip
+        self.link.send({"type": "session.exchange", "memories": self.narrator.told_memories(text)})
 
 
 def contains_all(reply: str, words: list[str]) -> bool:

@@ -17,8 +17,9 @@ so one degenerate reply fed back whole breeds the next.
 Grounding. A question about the player is answered from memory by extraction
 (inference.narrative.recollection): the answering sentence, said back in the second person, opens the reply
 as a final assistant message the model continues, so the fact is stated every time and the model adds the
-character's colour after it. A question about something a revealed clue answers is grounded in the clue
-the same way, in the creator's words, when the clue is close enough to the question.
+character's colour after it. Any other question is grounded the same way in what the character knows
+(inference.narrative.knowledge: clues, lore, persona and the world's rules in its own voice), when one of
+those sentences is close enough to the question.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ class PromptConfig:
     # Past turns (a player line and a reply each): enough for a follow-up; older ones live on as memories,
     # and fewer turns give a drifting reply fewer chances to be copied.
     history_turns: int = 2
-    # MiniLM cosine between a question and a revealed clue from which the reply states the clue; the clue
-    # must also lead the runner-up by `grounding_margin`, or the question fits two clues and gets neither.
+    # MiniLM cosine between a question and a sentence the character knows from which the reply states it; the
+    # sentence must also lead the runner-up by `grounding_margin`, or the question fits two and gets neither.
     grounding_threshold: float = 0.4
     grounding_margin: float = 0.05
     # Told to the model: short replies stay coherent on a small model and arrive quickly on a CPU.

@@ -66,6 +66,11 @@ class ReplyContext:
     player_line: str = ""  # what the player just said, which a reply must not say back as its own
 
 
+def sentences_of(text: str) -> list[str]:
+    """The sentences of a reply, split where one ends and another begins."""
+    return [sentence.strip() for sentence in re.split(r"(?<=[.!?…])\s+", text) if sentence.strip()]
+
+
 def words_of(text: str) -> list[str]:
     return [word.lower() for word in WORD.findall(text)]
 
@@ -113,7 +118,7 @@ def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:
     if not said or not last_reply:
         return False
     share = config.max_overlap_with_last_reply if len(said) >= config.min_words_for_repetition else 1.0
-    for earlier in re.split(r"(?<=[.!?…])\s+", last_reply):
+    for earlier in sentences_of(last_reply):
         before = set(words_of(earlier))
         if before and len(said & before) / len(said) >= share and (len(said) > 1 or said == before):
             return True

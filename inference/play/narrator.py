@@ -40,7 +40,7 @@ from inference.narrative.prompting import (
     stream_reply,
 )
 from inference.narrative.recollection import asks_about_the_player, recollect
-from inference.narrative.reply_checks import ReplyContext, creator_lines, example_turns, sentence_problems
+from inference.narrative.reply_checks import ReplyContext, creator_lines, sentence_problems, sentences_of
 from inference.narrative.safety import refused_terms
 from inference.narrative.setting import CastMember, Setting
 from inference.play.host import Job
@@ -189,18 +189,22 @@ class Narrator:
         reply = " ".join(shown)
         link.send({"type": "session.character_line", "session": job.session, "character": name, "text": "",
                    "final": True})  # fmt: skip
-        told = extract_memories(said, turn=0)
-        vectors = self.embedder.embed([memory.text for memory in told])  # (M, D)
         link.send({
             "type": "session.exchange", "session": job.session, "sequence": job.data["sequence"],
             "character": member.id, "speaker": job.data["speaker"], "said": said, "reply": reply,
-            "memories": [
-                {"text": memory.text, "importance": memory.importance,
-                 "embedding": base64.b64encode(vector.astype("<f4").tobytes()).decode()}
-                for memory, vector in zip(told, vectors, strict=True)
-            ],
+            "memories": self.told_memories(said),
         })  # fmt: skip
         link.conversation_record(job.session, name, said, reply)
+
+    def told_memories(self, said: str) -> list[dict[str, Any]]:
+        """What the player's line gives the character to remember, as `session.exchange` carries it."""
+        told = extract_memories(said, turn=0)
+        vectors = self.embedder.embed([memory.text for memory in told])  # (M, D)
+        return [
+            {"text": memory.text, "importance": memory.importance,
+             "embedding": base64.b64encode(vector.astype("<f4").tobytes()).decode()}
+            for memory, vector in zip(told, vectors, strict=True)
+        ]  # fmt: skip
 
     def checked_reply(
         self, model: LanguageModel, prompt: CharacterPrompt, job: Job, link: PlatformLink, context: ReplyContext
@@ -216,7 +220,7 @@ class Narrator:
         setting = job.setting
         assert setting is not None
         name = member.sheet.name
-        topic = self.embedded([f"{job.data['text']} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
+        topic = self.embedder.embed([f"{job.data['text']} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
         started = time.monotonic()
         for attempt in range(self.config.resamples + 1):
             if attempt and time.monotonic() - started > self.config.reply_budget_seconds:
@@ -286,11 +290,9 @@ class Narrator:
         """What the character knows now, each sentence in its own voice: clues it may reveal, the lore this
         conversation activated, its persona and scenario, the world's rules and its own example lines."""
         sheet = member.sheet
-        own_lines = [
-            text
-            for speaker, text in example_turns(sheet.example_dialogue, name=sheet.name, player_name=player_name)
-            if speaker == "character"
-        ]
+        own_lines = creator_lines(
+            name=sheet.name, greeting="", example_dialogue=sheet.example_dialogue, player_name=player_name
+        )
         texts = knowledge_sentences(
             name=sheet.name,
             persona=sheet.persona,
@@ -420,7 +422,9 @@ class Narrator:
     ) -> str:
         """The narrator's line for `messages`, checked as a character's reply is; "" when every sample failed."""
         context = ReplyContext(world_words=setting.world_words)
-        topic = self.embedded([" ".join(message["content"] for message in messages if message["role"] == "user")])[0]
+        topic = self.embedder.embed(
+            [" ".join(message["content"] for message in messages if message["role"] == "user")]
+        )[0]
         for _ in range(self.config.resamples + 1):
             text = complete(model, messages, self.config.narration).strip()
             problems = [problem for sentence in sentences_of(text) for problem in sentence_problems(sentence, context)]
@@ -434,10 +438,6 @@ def restates(sentence: str, prefix: str) -> bool:
     """Whether a sentence the model wrote after a grounded answer opens as the answer did, to say it again."""
     opening = prefix.lower().split()[:3]
     return len(opening) == 3 and sentence.lower().split()[:3] == opening
-
-
-def sentences_of(text: str) -> list[str]:
-    return [sentence.strip() for sentence in re.split(r"(?<=[.!?…])\s+", text) if sentence.strip()]
 
 
 def allowed(text: str, setting: Setting, link: PlatformLink, session: str, speaker: str) -> bool:
