@@ -23,8 +23,8 @@
   which loads and decodes the 10,000 rows.
 - prompt_assembly_ms_p50: everything a character reply costs before the model runs, in one process: the
   MiniLM embedding of the player's line, that recall (10,000 memories, 8 chosen), the lorebook entries that
-  six turns of history activate, MiniLM embeddings of the 8 memories and 2 clues for grounding, the grounding
-  choice, and `character_prompt`. The WebSocket hop between the worker and the platform is not included.
+  six turns of history activate, the answer recollected from the 8 memories (their sentences embedded) or
+  else a clue to ground in, and `character_prompt`. The WebSocket hop between the worker and the platform is not included.
   MiniLM runs on one torch thread, for the reason the language model is fastest on one.
 
 The memories are seeded in bulk into a throwaway database (`<name>_narrative_bench` on PostgreSQL, a
@@ -273,6 +273,7 @@ def measure_memories(repetitions: int) -> dict[str, float]:
 
     from inference.language.embedding import default_embedder
     from inference.narrative.prompting import CharacterSheet, Fact, PromptConfig, character_prompt, grounding_fact
+    from inference.narrative.recollection import recollect
     from memories.services import memories_recall
     from worlds.formats.lore_activation import active_entries
     from worlds.formats.lorebooks import Lorebook, LoreEntry
@@ -310,13 +311,13 @@ def measure_memories(repetitions: int) -> dict[str, float]:
         recall = memories_recall(character=character, player=player, query=question)
         recent = [message["content"] for message in HISTORY] + [PLAYER_LINE]
         lore = [entry.content for entry in active_entries(lorebook, recent)]
-        texts = recall.memories + CLUES
-        vectors = embedder.embed(texts)  # (8 + 2, 384)
-        sources = ["memory"] * len(recall.memories) + ["clue"] * len(CLUES)
-        facts = [Fact(text, vector, source) for text, vector, source in zip(texts, vectors, sources, strict=True)]
+        # As Narrator.reply does: a question about the player is answered from the recalled memories.
+        recollection = recollect(PLAYER_LINE, question, recall.memories, embedder)
+        facts = [Fact(text, vector, "clue") for text, vector in zip(CLUES, embedder.embed(CLUES), strict=True)]
+        grounding = None if recollection else grounding_fact(PLAYER_LINE, question, facts, config)
         character_prompt(
             character=sheet, player_message=PLAYER_LINE, history=HISTORY, lore=lore, memories=recall.memories,
-            clues=CLUES, grounding=grounding_fact(PLAYER_LINE, question, facts, config), config=config,
+            clues=CLUES, recollection=recollection, grounding=grounding, config=config,
         )  # fmt: skip
         assembly_ms.append((time.perf_counter() - started) * 1000)
     if len(recall.memories) != 8 or not lore:
