@@ -24,8 +24,8 @@
 - prompt_assembly_ms_p50: everything a character reply costs before the model runs, in one process: the
   MiniLM embedding of the player's line, that recall (10,000 memories, 8 chosen), the lorebook entries that
   six turns of history activate, the answer recollected from the 8 memories (their sentences embedded) or
-  else a clue to ground in, and `character_prompt`. The WebSocket hop between the worker and the platform is not included.
-  MiniLM runs on one torch thread, for the reason the language model is fastest on one.
+  else a clue to ground in, and `character_prompt`. The WebSocket hop between the worker and the platform is
+  not included. MiniLM runs on one torch thread, for the reason the language model is fastest on one.
 
 The memories are seeded in bulk into a throwaway database (`<name>_narrative_bench` on PostgreSQL, a
 temporary file on SQLite) with random unit embeddings: retrieval's cost does not depend on what they say.
