@@ -115,7 +115,7 @@ class RememberingLink:
         self.embeddings.append(vector)
 
     def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        from stories.selectors import lore_in_document
+        from play.selectors import lore_in_document
 
         lore = lore_in_document(document=self.document, character_name=self.character, recent=request["recent"])
         if not self.memories:

@@ -111,7 +111,7 @@ def fixtures(
     from django.utils import timezone
 
     from accounts.services import user_create
-    from stories.models import PlaySession
+    from play.models import PlaySession
     from worlds.documents import world_document
     from worlds.models import World, WorldVersion
 

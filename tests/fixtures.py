@@ -32,7 +32,7 @@ from inference.language.tiny import write_tiny_model
 
 if TYPE_CHECKING:
     from accounts.models import User
-    from stories.models import PlaySession
+    from play.models import PlaySession
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -319,7 +319,7 @@ async def play(platform: LivePlatform, session: PlaySession, cookie: str, script
 def choice_leading_to(session: PlaySession, beat: str, target: str) -> int:
     """The index of the offered choice at `beat` that leads to `target`. Choices are written live and may be
     generated rather than authored, so tests look up where each leads in the logged offer."""
-    from stories.models import SessionEvent
+    from play.models import SessionEvent
 
     offer = SessionEvent.objects.get(session=session, kind="offer", payload__beat=beat).payload
     return next(index for index, choice in enumerate(offer["choices"]) if choice["to"] == target)

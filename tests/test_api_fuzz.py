@@ -16,7 +16,7 @@ from rest_framework.authtoken.models import Token
 
 from accounts.models import User
 from accounts.tests.factories import UserFactory
-from stories.tests.factories import WorldVersionFactory
+from play.tests.factories import WorldVersionFactory
 from worlds.models import World
 from worlds.tests.factories import CharacterFactory, HookFactory, LorebookFactory, StoryFactory, WorldFactory
 

@@ -10,8 +10,8 @@ from django.test import Client
 from playwright.sync_api import Page, expect
 
 from accounts.tests.factories import UserFactory
-from stories.models import SessionEvent
-from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from play.models import SessionEvent
+from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.fixtures import ROOT, LivePlatform, wait_until
 from worlds.services import slug_unique, world_from_document, world_publish
 

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from accounts.tests.factories import ModeratorFactory, UserFactory
 from moderation.services import version_approve
 from moderation.tests.fixtures import tasks_run_inline
-from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.fixtures import ROOT, LivePlatform, wait_until
 from worlds.services import world_publish
 from worlds.tests.factories import CharacterFactory, WorldFactory

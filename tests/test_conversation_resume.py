@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from accounts.tests.factories import UserFactory
-from stories.models import PlaySession, SessionEvent, SessionStatus
-from stories.tests.factories import PlaySessionFactory
+from play.models import PlaySession, SessionEvent, SessionStatus
+from play.tests.factories import PlaySessionFactory
 from tests.fixtures import LivePlatform, Player, cookie_for, platform_environment, play, start_platform, wait_until
 from tests.test_narrative_full_stack import published, running, say
 

@@ -25,8 +25,8 @@ from django.db.models import F
 
 from accounts.tests.factories import UserFactory
 from common.tasks import worker_roundtrip
-from stories.models import SessionEvent
-from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from play.models import SessionEvent
+from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.faults import celery_worker, child_pids, private_postgres, private_redis, resident_kib, stop
 from tests.fixtures import (
     ROOT,
@@ -361,7 +361,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 from django.utils import timezone
 from accounts.services import user_create
-from stories.models import PlaySession
+from play.models import PlaySession
 from worlds.documents import world_document
 from worlds.models import World, WorldVersion
 owner = user_create(username="outage", email="", password="outage-password-1")
@@ -417,9 +417,7 @@ def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover()
             health = platform.health()
             assert health["database"]["ok"] and health["inference_workers"]["connected"] == 0
             # No half-written state: the refused input left no event behind.
-            count = (
-                f"from stories.models import SessionEvent as E; print(E.objects.filter(session='{session_id}').count())"
-            )
+            count = f"from play.models import SessionEvent as E; printE.objects.filtersession='{session_id}'.count"
             counted = subprocess.run([sys.executable, "manage.py", "shell", "-c", count], cwd=ROOT, env=environment,
                                      check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
             assert counted.stdout.split()[-1] == "0"

@@ -13,8 +13,8 @@ import pytest
 
 from accounts.tests.factories import UserFactory
 from memories.models import Memory
-from stories.models import PlaySession, SessionEvent
-from stories.tests.factories import PlaySessionFactory
+from play.models import PlaySession, SessionEvent
+from play.tests.factories import PlaySessionFactory
 from tests.fixtures import ROOT, LivePlatform, Player, choice_leading_to, cookie_for, play, wait_until
 from worlds.models import HookBranch
 from worlds.services import slug_unique, world_from_document, world_publish

@@ -20,8 +20,8 @@ from accounts.tests.factories import UserFactory
 from inference.engine import RaycastEngine
 from inference.play.host import SessionHost
 from inference.world.state import from_snapshot
-from stories.models import PlaySession, SessionEvent, SessionSnapshot
-from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from play.models import PlaySession, SessionEvent, SessionSnapshot
+from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.fixtures import (
     ROOT,
     LivePlatform,

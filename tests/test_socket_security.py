@@ -15,9 +15,9 @@ import websockets
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from accounts.tests.factories import PASSWORD
-from stories.models import PlaySession, SessionEvent
-from stories.protocol import CLOSE_SIGNED_OUT, MAX_MESSAGE_BYTES
-from stories.tests.factories import PlaySessionFactory
+from play.models import PlaySession, SessionEvent
+from play.protocol import CLOSE_SIGNED_OUT, MAX_MESSAGE_BYTES
+from play.tests.factories import PlaySessionFactory
 from tests.fixtures import LivePlatform, cookie_for
 
 pytestmark = pytest.mark.slow

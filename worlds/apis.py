@@ -23,11 +23,10 @@ from rest_framework.views import APIView
 
 from accounts.roles import CREATE
 from gallery.selectors import versions_visible
-from stories.models import Beat, Story
 from worlds import services
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
 from worlds.imports import MAX_IMPORT_BYTES, content_import
-from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World, WorldVersion
+from worlds.models import Beat, Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, Story, World, WorldVersion
 from worlds.selectors import version_document_for, world_latest_version
 
 

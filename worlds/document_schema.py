@@ -15,9 +15,8 @@ from django.db import models
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from stories.models import Beat, Story
 from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, NOT_CONTENT_FIELDS
-from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World
+from worlds.models import Beat, Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, Story, World
 
 TEXT = {"type": "string"}
 TEXTS = {"type": "array", "items": TEXT}

@@ -8,12 +8,11 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 from django.utils.text import slugify
 
-from stories.models import Story
 from worlds import formats
 from worlds.cartridge import cartridge_write, image_names
 from worlds.documents import world_document
 from worlds.interchange import character_card, lorebook_record, twine_story
-from worlds.models import Character, Lorebook, World
+from worlds.models import Character, Lorebook, Story, World
 from worlds.selectors import world_latest_version
 
 # What each kind of content can be exported as; the first is the default.

@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from stories.models import Beat, Story
 from worlds import formats
-from worlds.models import Character, Clue, Lorebook, LoreEntry
+from worlds.models import Beat, Character, Clue, Lorebook, LoreEntry, Story
 
 WORLDLOOM_EXTENSION = "worldloom"
 # Character fields a card has no place for, carried in extensions.worldloom.

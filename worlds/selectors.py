@@ -9,9 +9,8 @@ from django.db.models import QuerySet
 
 from accounts.models import User
 from accounts.roles import MODERATE
-from stories.models import Story
 from worlds.documents import document_public
-from worlds.models import World, WorldVersion
+from worlds.models import Story, World, WorldVersion
 
 
 def worlds_owned(*, owner: User) -> QuerySet[World]:

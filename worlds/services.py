@@ -11,17 +11,18 @@ from django.utils.text import slugify
 
 from accounts.models import User
 from moderation.services import submission_open
-from stories.models import Beat, Story
 from worlds import validation
 from worlds.document_schema import document_problem
 from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, NOT_CONTENT_FIELDS, world_document
 from worlds.models import (
+    Beat,
     Character,
     Clue,
     Hook,
     HookBranch,
     Lorebook,
     LoreEntry,
+    Story,
     Tag,
     World,
     WorldReferenceImage,

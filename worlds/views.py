@@ -25,8 +25,6 @@ from accounts.roles import CREATE
 from gallery.selectors import versions_visible
 from inference.engine import preview_jpeg
 from inference.language.embedding import default_embedder
-from stories.forms import BeatFormSet, StoryForm
-from stories.models import Story
 from worlds import imports
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS
 from worlds.forms import (
@@ -48,9 +46,10 @@ from worlds.forms import (
     hook_playtest,
     service_errors_add,
 )
-from worlds.models import Character, Hook, Lorebook, ReviewStatus, World, WorldVersion
+from worlds.models import Character, Hook, Lorebook, ReviewStatus, Story, World, WorldVersion
 from worlds.selectors import version_document_for, world_problems, worlds_owned
 from worlds.services import world_publish, world_remix
+from worlds.story_forms import BeatFormSet, StoryForm
 
 # A world spec is a few hundred characters; anything far longer is not one.
 PREVIEW_PARAMETERS_MAX_LENGTH = 10_000
@@ -208,7 +207,7 @@ def story_edit(request: HttpRequest, story_id: int | None = None, world_id: int 
         story = owned(Story, story_id, request.user, "world__owner")
     else:
         story = Story(world=owned(World, world_id, request.user))
-    return edit_page(request, story, StoryForm, "stories/story.html", formset_class=BeatFormSet)
+    return edit_page(request, story, StoryForm, "worlds/story.html", formset_class=BeatFormSet)
 
 
 def preview_parameters(text: str | None) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from django.core.asgi import get_asgi_application
 from django.http.request import split_domain_port, validate_host
 from django.urls import path, re_path
 
-from stories.consumers import PlayConsumer
-from workers.consumers import WorkerConsumer
+from play.consumers import PlayConsumer
+from play.worker_consumer import WorkerConsumer
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # The page's scheme for each socket scheme: a page served over https opens wss.

@@ -65,7 +65,7 @@ INSTALLED_APPS = [
     "moderation",
     "workers",
     "worlds",
-    "stories",
+    "play",
     "memories",
 ]
 

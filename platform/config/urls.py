@@ -36,7 +36,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("moderation/", include("moderation.urls")),
     path("studio/", include("worlds.urls")),
-    path("play/", include("stories.urls")),
+    path("play/", include("play.urls")),
     path("memories/", include("memories.urls")),
     path("", include("gallery.urls")),
 ]

@@ -16,10 +16,10 @@ from rest_framework.views import APIView
 
 from accounts.models import User
 from gallery import selectors, services
-from gallery.categories import Category
 from gallery.models import Listing
 from gallery.throttles import AnonymousSearchThrottle
 from gallery.views import url_or_none
+from worlds.categories import Category
 
 
 class ListingCardSerializer(serializers.ModelSerializer):
@@ -145,7 +145,7 @@ class GalleryWorldDetailApi(APIView):
             return getattr(listing, "liked", False)
 
         def get_play_url(self, listing: Listing) -> str | None:
-            return url_or_none("stories:play", listing.slug)
+            return url_or_none("play:play", listing.slug)
 
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request, slug: str) -> Response:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from gallery.categories import Category
 from gallery.selectors import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_QUERY_LENGTH, Sort
+from worlds.categories import Category
 
 
 class BrowseForm(forms.Form):

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
-from gallery.categories import Category
+from worlds.categories import Category
 from worlds.models import ContentRating, Tag, World, WorldVersion
 
 LISTED = models.Q(version__isnull=False)

@@ -14,12 +14,12 @@ from accounts.models import User
 from accounts.roles import CREATE
 from common.images import image_response
 from gallery import selectors, services
-from gallery.categories import CATEGORY_BLURBS, Category
 from gallery.forms import BrowseForm, ContentSettingsForm
 from gallery.throttles import search_wait_seconds
 from moderation.forms import ReportForm
 from moderation.services import report_file
-from stories.selectors import live_session_now
+from play.selectors import live_session_now
+from worlds.categories import CATEGORY_BLURBS, Category
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -115,7 +115,7 @@ def world_page(request: HttpRequest, slug: str) -> HttpResponse:
         "characters": document["characters"],
         "versions": selectors.versions_public(listing=listing),
         "remixed_from": selectors.remixed_from_visible(user=request.user, listing=listing),
-        "play_url": url_or_none("stories:play", listing.world.slug),
+        "play_url": url_or_none("play:play", listing.world.slug),
         "remix_url": url_or_none("worlds:remix", listing.version_id)
         if is_creator and listing.creator_id != request.user.pk
         else None,

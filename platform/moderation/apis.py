@@ -15,7 +15,6 @@ from rest_framework.views import APIView
 
 from accounts.models import User
 from accounts.roles import MODERATE
-from gallery.categories import Category
 from gallery.models import Listing
 from moderation import selectors, services
 from moderation.models import (
@@ -29,6 +28,7 @@ from moderation.models import (
     ReportSubject,
     Verdict,
 )
+from worlds.categories import Category
 from worlds.models import ContentRating, World, WorldVersion
 
 

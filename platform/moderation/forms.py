@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from gallery.categories import Category
 from moderation.models import QueueKind, ReportReason, ReportSubject, Verdict
+from worlds.categories import Category
 from worlds.models import ContentRating
 
 

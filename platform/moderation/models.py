@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from gallery.categories import Category
+from worlds.categories import Category
 from worlds.models import ContentRating, World, WorldVersion, bounded_text
 
 

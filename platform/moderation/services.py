@@ -223,7 +223,7 @@ def world_take_down(*, world: World, moderator: User, reason: str) -> AuditEntry
 def sessions_end(*, world: World, reason: str) -> int:
     """End the world's active play sessions; their players see the reason."""
     # Imported here: stories.services counts plays through gallery.services, which this module's callers load.
-    from stories.services import sessions_end_for_world
+    from play.services import sessions_end_for_world
 
     return sessions_end_for_world(world_id=world.pk, reason=reason)
 

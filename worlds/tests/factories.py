@@ -3,8 +3,7 @@ from __future__ import annotations
 import factory
 
 from accounts.tests.factories import UserFactory
-from stories.models import Beat, Story
-from worlds.models import Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, World
+from worlds.models import Beat, Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, Story, World
 
 
 class WorldFactory(factory.django.DjangoModelFactory):

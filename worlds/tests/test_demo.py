@@ -7,9 +7,8 @@ import io
 import pytest
 from django.core.management import call_command
 
-from gallery.categories import Category
-from stories.models import Story
-from worlds.models import Character, Hook, ReviewStatus, World
+from worlds.categories import Category
+from worlds.models import Character, Hook, ReviewStatus, Story, World
 
 pytestmark = pytest.mark.django_db
 

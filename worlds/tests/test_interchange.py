@@ -17,12 +17,11 @@ from rest_framework.test import APIClient
 
 from accounts.models import User
 from accounts.tests.factories import UserFactory
-from stories.models import Story
 from worlds import formats
 from worlds.documents import world_document
 from worlds.exports import content_export
 from worlds.imports import content_import
-from worlds.models import Character, Lorebook, World
+from worlds.models import Character, Lorebook, Story, World
 from worlds.tests.factories import HookBranchFactory, HookFactory, LoreEntryFactory, WorldFactory
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "data" / "formats"

@@ -16,8 +16,7 @@ from PIL import Image
 from accounts.models import User
 from accounts.tests.factories import ModeratorFactory, UserFactory
 from moderation.services import version_approve
-from stories.models import Story
-from worlds.models import Character, Clue, Hook, Lorebook, World, WorldVersion
+from worlds.models import Character, Clue, Hook, Lorebook, Story, World, WorldVersion
 from worlds.services import hook_outcome_record, world_publish
 from worlds.tests.factories import (
     BeatFactory,

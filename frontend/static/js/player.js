@@ -1,4 +1,4 @@
-// The player: draws the frames a session streams, sends keys, prompts, choices and speech (stories/PROTOCOL.md).
+// The player: draws the frames a session streams, sends keys, prompts, choices and speech (play/PROTOCOL.md).
 // Inputs carry increasing sequence numbers kept across reloads; any not yet accepted are sent again after a
 // reconnect, and the platform ignores the duplicates, so nothing typed or pressed is lost or applied twice.
 (() => {

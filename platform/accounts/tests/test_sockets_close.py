@@ -12,8 +12,8 @@ from django.contrib.auth import signals as auth_signals
 
 from accounts.models import User
 from config.routing import application
-from stories.protocol import CLOSE_SIGNED_OUT
-from stories.tests.factories import PlaySessionFactory
+from play.protocol import CLOSE_SIGNED_OUT
+from play.tests.factories import PlaySessionFactory
 from tests.fixtures import cookie_for
 
 pytestmark = [

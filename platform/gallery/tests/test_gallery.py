@@ -192,7 +192,7 @@ def test_the_world_page_shows_what_players_need(listed: Callable[..., Listing], 
     assert "Version 1" in page and "fog" in page
     assert reverse("worlds:remix", args=[remix_world.listing.version_id]) in page
     assert reverse("gallery:world_report", args=[remix_world.slug]) in page
-    assert f'href="{reverse("stories:play", args=[remix_world.slug])}"' in page
+    assert f'href="{reverse("play:play", args=[remix_world.slug])}"' in page
 
 
 def test_a_creator_page_lists_published_works_and_followers(listed: Callable[..., Listing]) -> None:

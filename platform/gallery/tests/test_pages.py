@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from gallery.categories import Category
+from worlds.categories import Category
 
 pytestmark = pytest.mark.django_db
 

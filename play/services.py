@@ -25,9 +25,9 @@ from accounts.models import User
 from gallery.services import world_play_record
 from inference.play.host import CONVERSATION
 from memories.services import exchange_record
-from stories import protocol
-from stories.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
-from stories.selectors import (
+from play import protocol
+from play.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
+from play.selectors import (
     SNAPSHOTS_NEWEST_FIRST,
     last_frame_seen,
     queue_estimated_wait_seconds,

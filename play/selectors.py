@@ -15,7 +15,7 @@ from inference.narrative.safety import refused_terms
 from memories.services import memories_recall
 from moderation.checks import term_filter_load
 from moderation.selectors import safety_terms
-from stories.models import PlaySession, SessionEvent, SessionStatus
+from play.models import PlaySession, SessionEvent, SessionStatus
 from workers.models import WorkerNode
 from workers.selectors import workers_connected
 from worlds.formats import active_entries

@@ -17,9 +17,9 @@ from django.utils import timezone
 
 from config.routing import application
 from inference import protocol
-from stories.models import PlaySession
-from stories.services import event_log_and_forward, session_group
-from stories.tests.factories import PlaySessionFactory
+from play.models import PlaySession
+from play.services import event_log_and_forward, session_group
+from play.tests.factories import PlaySessionFactory
 from tests.fixtures import another_process_layer
 from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
@@ -133,7 +133,7 @@ async def test_a_disconnected_worker_no_longer_counts() -> None:
 
 
 async def assigned(communicator: WebsocketCommunicator, worker_name: str, session_id: str) -> None:
-    """Give the session to the worker as stories.services does: a session.open on the worker's channel."""
+    """Give the session to the worker as play.services does: a session.open on the worker's channel."""
     channel = await database_sync_to_async(lambda: WorkerNode.objects.get(name=worker_name).channel_name)()
     message = {"type": "session.open", "session": session_id}
     await get_channel_layer().send(channel, {"type": "worker.forward", "message": message})

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stories.models import SessionSnapshot
-from stories.selectors import session_open_message
-from stories.services import SNAPSHOTS_KEPT, session_snapshot_store
-from stories.tests.factories import PlaySessionFactory
+from play.models import SessionSnapshot
+from play.selectors import session_open_message
+from play.services import SNAPSHOTS_KEPT, session_snapshot_store
+from play.tests.factories import PlaySessionFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import factory
 from django.utils import timezone
 
 from accounts.tests.factories import UserFactory
-from stories.models import PlaySession
+from play.models import PlaySession
 from worlds.documents import world_document
 from worlds.models import WorldVersion
 from worlds.tests.factories import WorldFactory

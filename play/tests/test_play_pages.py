@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from accounts.tests.factories import UserFactory
 from gallery.services import listing_refresh
-from stories.models import PlaySession
-from stories.tests.factories import PlaySessionFactory, WorldVersionFactory
+from play.models import PlaySession
+from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from worlds.tests.factories import WorldFactory
 
 pytestmark = pytest.mark.django_db
@@ -24,23 +24,23 @@ def signed_in(user: object) -> Client:
 def test_starting_a_session_pins_the_approved_version_and_opens_the_player() -> None:
     version = WorldVersionFactory()
     player = UserFactory()
-    response = signed_in(player).post(reverse("stories:play", args=[version.world.slug]))
+    response = signed_in(player).post(reverse("play:play", args=[version.world.slug]))
     session = PlaySession.objects.get(owner=player)
     assert response.status_code == 302
-    assert response["Location"] == reverse("stories:session", args=[session.pk])
+    assert response["Location"] == reverse("play:session", args=[session.pk])
     assert session.version == version
 
 
 def test_a_world_without_an_approved_version_cannot_be_played_by_others() -> None:
     version = WorldVersionFactory(status="pending")
-    assert signed_in(UserFactory()).get(reverse("stories:play", args=[version.world.slug])).status_code == 404
-    assert signed_in(version.world.owner).get(reverse("stories:play", args=[version.world.slug])).status_code == 200
+    assert signed_in(UserFactory()).get(reverse("play:play", args=[version.world.slug])).status_code == 404
+    assert signed_in(version.world.owner).get(reverse("play:play", args=[version.world.slug])).status_code == 200
 
 
 def test_the_player_page_is_only_for_the_sessions_players() -> None:
     session = PlaySessionFactory()
-    assert signed_in(session.owner).get(reverse("stories:session", args=[session.pk])).status_code == 200
-    assert signed_in(UserFactory()).get(reverse("stories:session", args=[session.pk])).status_code == 404
+    assert signed_in(session.owner).get(reverse("play:session", args=[session.pk])).status_code == 200
+    assert signed_in(UserFactory()).get(reverse("play:session", args=[session.pk])).status_code == 404
 
 
 def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it() -> None:
@@ -48,7 +48,7 @@ def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it
     version = WorldVersionFactory(world=world)
     first, second = UserFactory(), UserFactory()
     for person in (first, second):
-        signed_in(person).post(reverse("stories:play", args=[world.slug]))
+        signed_in(person).post(reverse("play:play", args=[world.slug]))
     session = PlaySession.objects.get(version=version)
     assert list(session.participants.all()) == [second]
     PlaySession.objects.filter(pk=session.pk).update(status="running")
@@ -57,7 +57,7 @@ def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it
     assert "In this world now" in page
     assert first.username in page
     assert second.username in page
-    assert reverse("stories:session", args=[session.pk]) in page
+    assert reverse("play:session", args=[session.pk]) in page
 
 
 def test_a_takedown_ends_the_worlds_sessions_with_the_moderators_reason() -> None:

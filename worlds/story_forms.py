@@ -7,8 +7,8 @@ from typing import Any
 from django import forms
 
 from accounts.models import User
-from stories.models import Beat, Story
 from worlds.forms import ChoicesField, StudioForm, children_formset
+from worlds.models import Beat, Story
 from worlds.services import content_save
 
 

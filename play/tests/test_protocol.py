@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stories import protocol
+from play import protocol
 
 # Values a browser (or an attacker) can put in any field: every JSON type, and numbers around each bound.
 ANY_VALUE = st.recursive(

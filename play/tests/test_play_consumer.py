@@ -26,12 +26,12 @@ from accounts.services import user_sockets_close
 from accounts.tests.factories import ModeratorFactory, UserFactory
 from config.routing import application
 from moderation.services import user_suspend
-from stories import protocol
-from stories.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
-from stories.models import PlaySession, SessionEvent
-from stories.protocol import CLOSE_SIGNED_OUT
-from stories.services import FRAMES_LAYER, sessions_park_unwatched
-from stories.tests.factories import PlaySessionFactory
+from play import protocol
+from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
+from play.models import PlaySession, SessionEvent
+from play.protocol import CLOSE_SIGNED_OUT
+from play.services import FRAMES_LAYER, sessions_park_unwatched
+from play.tests.factories import PlaySessionFactory
 from tests.fixtures import another_process_layer, cookie_for
 from workers.models import WorkerNode
 

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.roles import PLAY
 from inference.play.host import CONVERSATION
-from stories import services
-from stories.models import PlaySession
-from stories.selectors import session_role, sessions_open_for, version_playable
+from play import services
+from play.models import PlaySession
+from play.selectors import session_role, sessions_open_for, version_playable
 from worlds.models import World
 
 
@@ -31,9 +31,9 @@ def play(request: HttpRequest, slug: str) -> HttpResponse:
             session = services.live_session_join(version=version, user=request.user)
         else:
             session = services.session_start(version=version, owner=request.user)
-        return redirect("stories:session", session_id=session.pk)
+        return redirect("play:session", session_id=session.pk)
     context = {"world": world, "version": version, "open_sessions": sessions_open_for(world=world, user=request.user)}
-    return render(request, "stories/play.html", context)
+    return render(request, "play/play.html", context)
 
 
 @login_required
@@ -53,7 +53,7 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
         "conversation": conversation_for(session=session, characters=characters),
         "is_creator": session.version.world.owner_id == request.user.pk,
     }
-    return render(request, "stories/session.html", context)
+    return render(request, "play/session.html", context)
 
 
 def conversation_for(*, session: PlaySession, characters: list[dict[str, Any]]) -> dict[str, str] | None:

@@ -1,4 +1,4 @@
-"""The browser's end of a play session (`/ws/play/<session>/`); the protocol is stories/PROTOCOL.md.
+"""The browser's end of a play session (`/ws/play/<session>/`); the protocol is play/PROTOCOL.md.
 
 Frames are flow-controlled: at most `FRAMES_IN_FLIGHT` unacknowledged frames per browser, and while that
 many are in flight only the newest frame waits. So a slow browser gets the newest frame when it catches up,
@@ -25,9 +25,9 @@ from django.db import DatabaseError
 
 from accounts.services import user_group
 from common.concurrency import DatabaseCallConsumer, database_call
-from stories import protocol, services
-from stories.models import PlaySession, SessionStatus
-from stories.selectors import live_text_refusal, session_role
+from play import protocol, services
+from play.models import PlaySession, SessionStatus
+from play.selectors import live_text_refusal, session_role
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class PlayConsumer(DatabaseCallConsumer):
         await self.send(bytes_data=data)
 
     async def session_message(self, event: dict[str, Any]) -> None:
-        """Narration, choices, status (stories.services.send_to_browsers, or a worker's, translated by
+        """Narration, choices, status (play.services.send_to_browsers, or a worker's, translated by
         stories.protocol.from_worker): checked against the protocol once more, as the browser will read it."""
         await self.relay(event["message"])
 
