@@ -96,7 +96,7 @@ class PlayConsumer(DatabaseCallConsumer):
         self.sent_frame = self.acked_frame = 0
         self.waiting_frame: bytes | None = None
         self.inputs = InputBucket(time.monotonic)
-        self.inputs_waiting: asyncio.Queue[protocol.Input] = asyncio.Queue(maxsize=INPUTS_WAITING)
+        self.inputs_waiting: asyncio.Queue[protocol.BrowserInput] = asyncio.Queue(maxsize=INPUTS_WAITING)
         self.inputs_logger = asyncio.create_task(self.inputs_log())
         self.user_group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -138,16 +138,16 @@ class PlayConsumer(DatabaseCallConsumer):
             return
         if self.role != "player":
             spectating = "spectators watch; only players send inputs"
-            await self.send_message(protocol.Error(error=spectating, seq=message.client_sequence))
+            await self.send_message(protocol.Error(error=spectating, seq=message.seq))
             return
         if not self.inputs.take():
-            await self.send_message(protocol.Error(error="too many inputs; slow down", seq=message.client_sequence))
+            await self.send_message(protocol.Error(error="too many inputs; slow down", seq=message.seq))
             return
         try:
             self.inputs_waiting.put_nowait(message)
         except asyncio.QueueFull:
             waiting = "too many inputs waiting to be logged; slow down"
-            await self.send_message(protocol.Error(error=waiting, seq=message.client_sequence))
+            await self.send_message(protocol.Error(error=waiting, seq=message.seq))
 
     async def presence_keep(self) -> None:
         """Say every few seconds that this browser still watches; a daphne that dies stops saying it."""
@@ -165,34 +165,35 @@ class PlayConsumer(DatabaseCallConsumer):
             try:
                 await self.input_log(message)
             except Exception:  # one input's failure must not stop the inputs behind it
-                logger.exception("could not log input %s of session %s", message.client_sequence, self.session)
+                logger.exception("could not log input %s of session %s", message.seq, self.session)
                 failed = "this input could not be logged; it was not kept"
-                await self.send_message(protocol.Error(error=failed, seq=message.client_sequence))
+                await self.send_message(protocol.Error(error=failed, seq=message.seq))
 
-    async def input_log(self, message: protocol.Input) -> None:
+    async def input_log(self, message: protocol.BrowserInput) -> None:
+        payload = message.payload()
         try:
             # Only typed words can be refused; keys and choices skip the trip to the database thread.
             refusal = (
-                await database_call(live_text_refusal)(session=self.session, payload=message.payload)
-                if "text" in message.payload
+                await database_call(live_text_refusal)(session=self.session, payload=payload)
+                if "text" in payload
                 else None
             )
             if refusal is not None:
-                await self.send_message(protocol.Error(error=refusal, seq=message.client_sequence))
+                await self.send_message(protocol.Error(error=refusal, seq=message.seq))
                 return
             event, new = await database_call(services.session_input_append)(
                 session=self.session, player=self.scope["user"], browser=self.browser,
-                client_sequence=message.client_sequence, payload=message.payload,
+                client_sequence=message.seq, payload=payload,
             )  # fmt: skip
         except DatabaseError:
             # Nothing was logged (the transaction rolled back): say so, and the page sends it again later.
             unavailable = "the database is unavailable; this input was not kept, try again shortly"
-            await self.send_message(protocol.Error(error=unavailable, seq=message.client_sequence))
+            await self.send_message(protocol.Error(error=unavailable, seq=message.seq))
             return
         except services.WorkerBusy as busy:
-            await self.send_message(protocol.Error(error=str(busy), seq=message.client_sequence))
+            await self.send_message(protocol.Error(error=str(busy), seq=message.seq))
             return
-        await self.send_message(protocol.Accepted(seq=message.client_sequence, sequence=event.sequence,
+        await self.send_message(protocol.Accepted(seq=message.seq, sequence=event.sequence,
                                                   duplicate=not new))  # fmt: skip
 
     async def frames_read(self) -> None:
@@ -245,5 +246,5 @@ class PlayConsumer(DatabaseCallConsumer):
         await self.send_message(protocol.Error(error=event["reason"]))
         await self.close(code=protocol.CLOSE_SIGNED_OUT)
 
-    async def send_message(self, message: protocol.BrowserMessage) -> None:
+    async def send_message(self, message: protocol.ForBrowser) -> None:
         await self.send(text_data=message.encode())

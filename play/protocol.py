@@ -1,6 +1,9 @@
 """The play protocol between a browser and the platform on `/ws/play/<session>/`, version 1 (see PROTOCOL.md).
 
-Only the checks live here: what a well-formed message from a browser is, and how binary frames are framed.
+Every message either way is a msgspec Struct defined here, tagged by its `type`: what a browser sends is
+converted to one (and so checked: types, ranges, lengths) before anything else reads it, and what it receives is
+built as one. PROTOCOL.md is tested against these definitions, and the page receives the constants it needs
+(`PAGE_CONSTANTS`) from the server, so each exists once.
 """
 
 from __future__ import annotations
@@ -8,10 +11,10 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass, fields
-from types import UnionType
-from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import parse_qs
+
+import msgspec
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 4096  # the longest prompt or speech fits; anything larger is refused, not truncated
@@ -23,7 +26,6 @@ MAX_SEQ = 2**31 - 1
 MAX_FRAME = 2**32 - 1  # frame numbers travel as uint32 (BROWSER_FRAME_HEADER)
 MAX_CHOICE_INDEX = 99  # far beyond the handful a beat offers; the worker refuses one it did not offer
 KEYS = ("KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight")
-INPUT_TYPES = ("key_down", "key_up", "prompt", "choice", "speech", "pause", "resume")
 # A page names itself in the socket's query, `?browser=<id>`: a random id it picks when it loads, so that each
 # tab's `seq` is checked for resends against that tab's alone. Without one, inputs are told apart per player.
 BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
@@ -32,26 +34,110 @@ BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 CLOSE_SIGNED_OUT = 4001
 # Browser frames: frame number and the last applied input's session sequence, then the JPEG.
 BROWSER_FRAME_HEADER = struct.Struct(">II")
+SessionStatus = Literal["queued", "running", "parked", "ended"]
+StatusState = Literal["queued", "running", "reconnecting", "ended"]
+Role = Literal["player", "spectator"]
+
+Seq = Annotated[int, msgspec.Meta(ge=1, le=MAX_SEQ)]
+Frame = Annotated[int, msgspec.Meta(ge=0, le=MAX_FRAME)]
+ChoiceIndex = Annotated[int, msgspec.Meta(ge=0, le=MAX_CHOICE_INDEX)]
+Key = Literal[KEYS]  # type: ignore[valid-type]
+# What each field must be, in the words a refusal uses.
+FIELD_RULES = {
+    "seq": f"a whole number from 1 to {MAX_SEQ}",
+    "frame": f"a whole number from 0 to {MAX_FRAME}",
+    "index": f"a whole number from 0 to {MAX_CHOICE_INDEX}",
+    "key": f"one of {', '.join(KEYS)}",
+    "text": f"1 to {MAX_TEXT_LENGTH} characters",
+    "character": f"1 to {MAX_CHARACTER_NAME_LENGTH} characters",
+}
 
 
 class PlayProtocolError(ValueError):
     """A message the platform refuses; its text goes back to the browser, and the connection stays open."""
 
 
-@dataclass(frozen=True)
-class Input:
-    """A player's input: logged, then forwarded to the worker."""
-
-    type: str
-    client_sequence: int
-    payload: dict[str, Any]
+# Browser → platform. Unknown fields are ignored; every known one is checked.
 
 
-@dataclass(frozen=True)
-class Ack:
+class FromBrowser(msgspec.Struct, tag_field="type", kw_only=True):
+    """A message a browser sends."""
+
+
+class Ack(FromBrowser, tag="ack"):
     """The browser has drawn frames up to `frame`; the platform may send it newer ones."""
 
-    frame: int
+    frame: Frame
+
+
+class BrowserInput(FromBrowser):
+    """A player's input: logged, then forwarded to the worker. `seq` is the browser's own count."""
+
+    seq: Seq
+
+    def payload(self) -> dict[str, Any]:
+        """The input as the session's log keeps it and the worker receives it: its fields but `seq`."""
+        fields = msgspec.to_builtins(self)
+        del fields["seq"]
+        return fields
+
+
+class KeyDown(BrowserInput, tag="key_down"):
+    key: Key
+
+
+class KeyUp(BrowserInput, tag="key_up"):
+    key: Key
+
+
+class Prompt(BrowserInput, tag="prompt"):
+    text: str
+
+    def __post_init__(self) -> None:
+        self.text = words("text", self.text, MAX_TEXT_LENGTH)
+
+
+class Speech(BrowserInput, tag="speech"):
+    character: str
+    text: str
+
+    def __post_init__(self) -> None:
+        self.character = words("character", self.character, MAX_CHARACTER_NAME_LENGTH)
+        self.text = words("text", self.text, MAX_TEXT_LENGTH)
+
+
+class Choice(BrowserInput, tag="choice"):
+    index: ChoiceIndex
+
+
+class Pause(BrowserInput, tag="pause"):
+    pass
+
+
+class Resume(BrowserInput, tag="resume"):
+    pass
+
+
+BROWSER_INPUTS: tuple[type[BrowserInput], ...] = (KeyDown, KeyUp, Prompt, Speech, Choice, Pause, Resume)
+INPUT_TYPES = tuple(kind.__struct_config__.tag for kind in BROWSER_INPUTS)
+FromBrowserMessage = Ack | KeyDown | KeyUp | Prompt | Speech | Choice | Pause | Resume
+
+
+def words(field: str, value: str, longest: int) -> str:
+    """A text field, stripped: 1 to `longest` characters of printable text. NUL (which PostgreSQL's JSON refuses)
+    and the other control characters but tab and newline are refused, as are lone surrogates ("\\ud800"
+    parses, but cannot be written as UTF-8)."""
+    text = value.strip()
+    if not 1 <= len(text) <= longest:
+        raise ValueError(f"'{field}' must be 1 to {longest} characters")
+    if any(unprintable(character) for character in text):
+        raise ValueError(f"'{field}' may hold only printable text")
+    return text
+
+
+def unprintable(character: str) -> bool:
+    code = ord(character)
+    return (code < 32 and character not in "\t\n") or 0xD800 <= code <= 0xDFFF
 
 
 def browser_id(query_string: bytes) -> str | None:
@@ -62,12 +148,14 @@ def browser_id(query_string: bytes) -> str | None:
     return values[0] if len(values) == 1 and BROWSER_ID.fullmatch(values[0]) else None
 
 
-def parse(text: str | None, size: int) -> Input | Ack:
+def parse(text: str | None, size: int) -> FromBrowserMessage:
+    """The browser's message, checked; PlayProtocolError with a sentence naming the problem otherwise."""
     if text is None:
         raise PlayProtocolError("binary messages are not accepted from browsers")
     if size > MAX_MESSAGE_BYTES:
         raise PlayProtocolError(f"message of {size} bytes; at most {MAX_MESSAGE_BYTES}")
     try:
+        # The standard parser first: it keeps lone surrogates, which the printable-text check names.
         message = json.loads(text)
     except json.JSONDecodeError as error:
         raise PlayProtocolError(f"message is not valid JSON ({error.msg} at position {error.pos})") from None
@@ -75,202 +163,124 @@ def parse(text: str | None, size: int) -> Input | Ack:
         raise PlayProtocolError("message nests too deeply") from None
     if not isinstance(message, dict) or not isinstance(message.get("type"), str):
         raise PlayProtocolError("message must be a JSON object with a string 'type'")
-    kind = message["type"]
-    if kind == "ack":
-        return Ack(frame=whole_number(message, "frame", low=0, high=MAX_FRAME))
-    if kind not in INPUT_TYPES:
-        raise PlayProtocolError(f"unknown message type {kind[:40]!r}; expected ack or one of {', '.join(INPUT_TYPES)}")
-    sequence = whole_number(message, "seq", low=1, high=MAX_SEQ)
-    return Input(type=kind, client_sequence=sequence, payload=input_payload(kind, message))
+    try:
+        return msgspec.convert(message, FromBrowserMessage)
+    except msgspec.ValidationError as error:
+        raise PlayProtocolError(refusal(str(error), kind=message["type"])) from None
+    except UnicodeEncodeError:  # a field's name holds a lone surrogate
+        raise PlayProtocolError("field names may hold only printable text") from None
 
 
-def input_payload(kind: str, message: dict[str, Any]) -> dict[str, Any]:
-    if kind in ("key_down", "key_up"):
-        if message.get("key") not in KEYS:
-            raise PlayProtocolError(f"'key' must be one of {', '.join(KEYS)}")
-        return {"type": kind, "key": message["key"]}
-    if kind in ("prompt", "speech"):
-        payload = {"type": kind, "text": words(message, "text", MAX_TEXT_LENGTH)}
-        if kind == "speech":
-            payload["character"] = words(message, "character", MAX_CHARACTER_NAME_LENGTH)
-        return payload
-    if kind == "choice":
-        return {"type": kind, "index": whole_number(message, "index", low=0, high=MAX_CHOICE_INDEX)}
-    return {"type": kind}
-
-
-def whole_number(message: dict[str, Any], field: str, *, low: int, high: int) -> int:
-    value = message.get(field)
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise PlayProtocolError(f"'{field}' must be a whole number from {low} to {high}")
-    return value
-
-
-def words(message: dict[str, Any], field: str, longest: int) -> str:
-    """A text field, stripped: 1 to `longest` characters of printable text. NUL (which PostgreSQL's JSON refuses)
-    and the other control characters but tab and newline are refused, as are lone surrogates ("\\ud800"
-    parses, but cannot be written as UTF-8)."""
-    value = message.get(field)
-    text = value.strip() if isinstance(value, str) else ""
-    if not 1 <= len(text) <= longest:
-        raise PlayProtocolError(f"'{field}' must be 1 to {longest} characters")
-    if any(unprintable(character) for character in text):
-        raise PlayProtocolError(f"'{field}' may hold only printable text")
-    return text
-
-
-def unprintable(character: str) -> bool:
-    code = ord(character)
-    return (code < 32 and character not in "\t\n") or 0xD800 <= code <= 0xDFFF
+def refusal(problem: str, *, kind: str) -> str:
+    """msgspec's account of a refused message in the protocol's words: which field, and what it must be."""
+    missing = re.fullmatch(r"Object missing required field `(\w+)`", problem)
+    if missing:
+        field = missing.group(1)
+        return f"'{field}' must be {FIELD_RULES[field]}" if field in FIELD_RULES else f"'{field}' is required"
+    located = re.fullmatch(r"(.*) - at `\$\.(\w+)`", problem)
+    if located and located.group(2) == "type":
+        return f"unknown message type {kind[:40]!r}; expected ack or one of {', '.join(INPUT_TYPES)}"
+    if located and located.group(2) in FIELD_RULES:
+        return f"'{located.group(2)}' must be {FIELD_RULES[located.group(2)]}"
+    return problem
 
 
 # Platform → browser: every JSON message a browser receives is one of these, built here and checked as it is
-# built (PROTOCOL.md's table is tested against them). A field left None is not sent; that is what makes a
-# field optional in the table.
+# built (PROTOCOL.md's table is tested against them). A field with a default of None is left out when None;
+# that is what makes a field optional in the table.
 
 
-class BrowserMessage:
+class ForBrowser(
+    msgspec.Struct, tag_field="type", frozen=True, kw_only=True, omit_defaults=True, forbid_unknown_fields=True
+):
     """A JSON message to a browser; `type` names it on the wire."""
-
-    type: ClassVar[str]
-
-    def __post_init__(self) -> None:
-        for field in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, field.name)
-            annotation = BROWSER_FIELD_TYPES[type(self)][field.name]
-            if not conforms(value, annotation):
-                raise PlayProtocolError(f"{self.type}: '{field.name}' may not be {value!r}")
 
     def as_builtins(self) -> dict[str, Any]:
         """As a channel layer carries it, and as the browser reads it."""
-        return {"type": self.type} | {
-            field.name: getattr(self, field.name)
-            for field in fields(self)  # type: ignore[arg-type]
-            if getattr(self, field.name) is not None
-        }
+        return msgspec.to_builtins(self)
 
     def encode(self) -> str:
-        return json.dumps(self.as_builtins(), separators=(",", ":"))
+        return msgspec.json.encode(self).decode()
 
 
-@dataclass(frozen=True)
-class Welcome(BrowserMessage):
-    type: ClassVar[str] = "welcome"
+class Welcome(ForBrowser, tag="welcome"):
     protocol: int
     session: str
-    role: Literal["player", "spectator"]
-    status: Literal["queued", "running", "parked", "ended"]
+    role: Role
+    status: SessionStatus
 
 
-@dataclass(frozen=True)
-class Accepted(BrowserMessage):
-    type: ClassVar[str] = "accepted"
+class Accepted(ForBrowser, tag="accepted"):
     seq: int
     sequence: int
     duplicate: bool
 
 
-@dataclass(frozen=True)
-class Status(BrowserMessage):
-    type: ClassVar[str] = "status"
-    state: Literal["queued", "running", "reconnecting", "ended"]
+class Status(ForBrowser, tag="status"):
+    state: StatusState
     queue_place: int | None = None
     estimated_wait_s: int | None = None
     worker: str | None = None
     reason: str | None = None
 
 
-@dataclass(frozen=True)
-class Narration(BrowserMessage):
-    type: ClassVar[str] = "narration"
+class Narration(ForBrowser, tag="narration"):
     text: str
 
 
-@dataclass(frozen=True)
-class Choices(BrowserMessage):
-    type: ClassVar[str] = "choices"
+class Choices(ForBrowser, tag="choices"):
     beat: str
     choices: list[str]
     ended: bool
 
 
-@dataclass(frozen=True)
-class Votes(BrowserMessage):
-    type: ClassVar[str] = "votes"
+class Votes(ForBrowser, tag="votes"):
     tally: list[int]
     closes_at_tick: int
 
 
-@dataclass(frozen=True)
-class CharacterLine(BrowserMessage):
-    type: ClassVar[str] = "character_line"
+class CharacterLine(ForBrowser, tag="character_line"):
     character: str
     text: str
-    final: bool = False
+    final: bool | None = None
 
 
-@dataclass(frozen=True)
-class DebugPrompt(BrowserMessage):
-    type: ClassVar[str] = "debug_prompt"
-    character: str | None
+class DebugPrompt(ForBrowser, tag="debug_prompt"):
     sections: dict[str, Any]
     messages: list[Any]
+    character: str | None = None
 
 
-@dataclass(frozen=True)
-class Error(BrowserMessage):
-    type: ClassVar[str] = "error"
+class Error(ForBrowser, tag="error"):
     error: str
     seq: int | None = None
     sequence: int | None = None
 
 
-BROWSER_MESSAGES: dict[str, type[BrowserMessage]] = {
-    message.type: message
-    for message in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, DebugPrompt, Error)
+ForBrowserMessage = Welcome | Accepted | Status | Narration | Choices | Votes | CharacterLine | DebugPrompt | Error
+BROWSER_MESSAGES: dict[str, type[ForBrowser]] = {
+    kind.__struct_config__.tag: kind
+    for kind in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, DebugPrompt, Error)
 }
-BROWSER_FIELD_TYPES = {message: get_type_hints(message) for message in BROWSER_MESSAGES.values()}
+# What the page needs to speak the protocol, handed to player.js through json_script.
+PAGE_CONSTANTS = {
+    "keys": list(KEYS),
+    "close_signed_out": CLOSE_SIGNED_OUT,
+    "frame_header_bytes": BROWSER_FRAME_HEADER.size,
+    "states": {state: state for state in (*get_args(SessionStatus), *get_args(StatusState))},
+}
 
 
-def conforms(value: Any, annotation: Any) -> bool:
-    """Whether `value` is of the (JSON-shaped) type `annotation`: int, str, bool, Any, Literal, X | None,
-    list[X] and dict[str, X]."""
-    origin, arguments = get_origin(annotation), get_args(annotation)
-    if annotation is Any:
-        return True
-    if origin is Literal:
-        return value in arguments
-    if origin in (UnionType, Union):
-        return any(conforms(value, argument) for argument in arguments)
-    if origin is list:
-        return isinstance(value, list) and all(conforms(item, arguments[0]) for item in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(isinstance(key, str) for key in value)
-    if annotation is type(None):
-        return value is None
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, annotation)
-
-
-def browser_message(data: dict[str, Any]) -> BrowserMessage:
+def browser_message(data: dict[str, Any]) -> ForBrowser:
     """A message for a browser from its builtins (as a channel layer carried it), checked; PlayProtocolError when
     it is not one the protocol defines."""
-    name = data.get("type")
-    kind = BROWSER_MESSAGES.get(name) if isinstance(name, str) else None
-    if kind is None:
-        raise PlayProtocolError(f"no browser message is called {data.get('type')!r}")
-    known = {field.name for field in fields(kind)}  # type: ignore[arg-type]
-    unknown = set(data) - known - {"type"}
-    if unknown:
-        raise PlayProtocolError(f"{kind.type} has no field {', '.join(sorted(unknown))}")
     try:
-        return kind(**{name: value for name, value in data.items() if name != "type"})
-    except TypeError as error:  # a required field missing
-        raise PlayProtocolError(f"{kind.type}: {error}") from None
+        return msgspec.convert(data, ForBrowserMessage)
+    except (msgspec.ValidationError, UnicodeEncodeError) as error:
+        raise PlayProtocolError(f"not a message for browsers: {error}") from None
 
 
-def from_worker(message: dict[str, Any], *, worker: str) -> BrowserMessage:
+def from_worker(message: dict[str, Any], *, worker: str) -> ForBrowser:
     """What a worker's session message (inference/protocol.py) becomes for the session's browsers: its own
     fields are translated, never passed through, so a browser sees only what PROTOCOL.md names."""
     kind = message.get("type")
@@ -278,16 +288,24 @@ def from_worker(message: dict[str, Any], *, worker: str) -> BrowserMessage:
         if kind == "session.opened":
             return Status(state="running", worker=worker)
         if kind == "session.narration":
-            return Narration(text=message["text"])
+            return checked(Narration, text=message["text"])
         if kind == "session.choices":
-            return Choices(beat=message["beat"], choices=message["choices"], ended=message["ended"])
+            return checked(Choices, beat=message["beat"], choices=message["choices"], ended=message["ended"])
         if kind == "session.votes":
-            return Votes(tally=message["tally"], closes_at_tick=message["closes_at_tick"])
+            return checked(Votes, tally=message["tally"], closes_at_tick=message["closes_at_tick"])
         if kind == "session.character_line":
-            return CharacterLine(character=message["character"], text=message["text"],
-                                 final=message.get("final", False))  # fmt: skip
+            final = message.get("final") or None
+            return checked(CharacterLine, character=message["character"], text=message["text"], final=final)
         if kind == "session.error":
-            return Error(error=message["error"], sequence=message.get("sequence"))
+            return checked(Error, error=message["error"], sequence=message.get("sequence"))
     except KeyError as missing:
         raise PlayProtocolError(f"{kind} needs its {missing}") from None
     raise PlayProtocolError(f"{kind!r} is not for browsers")
+
+
+def checked(kind: type[ForBrowser], **fields: Any) -> ForBrowser:
+    """A message for browsers built from values another process sent (msgspec checks types only on conversion)."""
+    try:
+        return msgspec.convert({name: value for name, value in fields.items() if value is not None}, kind)
+    except (msgspec.ValidationError, UnicodeEncodeError) as error:
+        raise PlayProtocolError(f"{kind.__struct_config__.tag}: {error}") from None

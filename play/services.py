@@ -71,7 +71,7 @@ def send_to_worker(channel_name: str, message: dict[str, Any], *, required: bool
     transaction.on_commit(send)
 
 
-def send_to_browsers(session_id: Any, message: protocol.BrowserMessage) -> None:
+def send_to_browsers(session_id: Any, message: protocol.ForBrowser) -> None:
     carried = message.as_builtins()
     transaction.on_commit(
         lambda: async_to_sync(get_channel_layer().group_send)(

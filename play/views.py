@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.roles import PLAY
 from inference.play.host import CONVERSATION
-from play import services
+from play import protocol, services
 from play.models import PlaySession
 from play.selectors import session_role, sessions_open_for, version_playable
 from worlds.models import World
@@ -52,6 +52,7 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
         "participants": [session.owner, *session.participants.all()] if session.is_live else [],
         "conversation": conversation_for(session=session, characters=characters),
         "is_creator": session.version.world.owner_id == request.user.pk,
+        "protocol_constants": protocol.PAGE_CONSTANTS,
     }
     return render(request, "play/session.html", context)
 

@@ -1,13 +1,13 @@
-"""The edge of the play protocol: what `stories.protocol.parse` lets through from a browser, over random messages."""
+"""The edge of the play protocol: what `play.protocol.parse` lets through from a browser, over random messages."""
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +36,7 @@ def the_text_sent(message: Any) -> str:
     return json.dumps(message)
 
 
-def parsed_or_refused(text: str) -> protocol.Input | protocol.Ack | None:
+def parsed_or_refused(text: str) -> protocol.FromBrowserMessage | None:
     try:
         return protocol.parse(text, len(text.encode("utf-8", "surrogatepass")))
     except protocol.PlayProtocolError:
@@ -58,10 +58,10 @@ def test_a_parsed_message_holds_only_values_the_database_and_worker_take(message
     parsed = parsed_or_refused(the_text_sent(message))
     if isinstance(parsed, protocol.Ack):
         assert 0 <= parsed.frame <= protocol.MAX_FRAME
-    elif isinstance(parsed, protocol.Input):
-        assert 1 <= parsed.client_sequence <= protocol.MAX_SEQ
-        payload = parsed.payload
-        assert payload["type"] == parsed.type in protocol.INPUT_TYPES
+    elif isinstance(parsed, protocol.BrowserInput):
+        assert 1 <= parsed.seq <= protocol.MAX_SEQ
+        payload = parsed.payload()
+        assert payload["type"] == message["type"] in protocol.INPUT_TYPES
         if "index" in payload:
             assert type(payload["index"]) is int and 0 <= payload["index"] <= protocol.MAX_CHOICE_INDEX
         for field, longest in (("text", protocol.MAX_TEXT_LENGTH), ("character", protocol.MAX_CHARACTER_NAME_LENGTH)):
@@ -98,8 +98,8 @@ def documented_browser_messages() -> dict[str, tuple[set[str], set[str]]]:
 def test_protocol_md_names_every_browser_message_with_its_fields_as_defined() -> None:
     defined = {
         kind: (
-            {field.name for field in fields(message) if field.default is MISSING},
-            {field.name for field in fields(message) if field.default is not MISSING},
+            {field.name for field in msgspec.structs.fields(message) if field.required},
+            {field.name for field in msgspec.structs.fields(message) if not field.required},
         )
         for kind, message in protocol.BROWSER_MESSAGES.items()
     }
@@ -136,3 +136,24 @@ def test_what_a_worker_sends_for_browsers_is_translated_to_the_documented_messag
     assert relayed[-1] == {"type": "error", "error": "there is no choice 7", "sequence": 4}
     for message in relayed:
         assert protocol.browser_message(message).as_builtins() == message
+
+
+def documented_inputs() -> dict[str, set[str]]:
+    """PROTOCOL.md's table of browser → platform messages: type -> its fields."""
+    document = (Path(protocol.__file__).parent / "PROTOCOL.md").read_text()
+    table = document[document.index("## Browser → platform") :].split("\n\n")[1]
+    documented = {}
+    for row in table.splitlines()[2:]:
+        kinds, field_list = (cell.strip() for cell in row.strip("|").split("|")[:2])
+        names = {name for name in re.findall(r"`(\w+)`", field_list) if name not in protocol.KEYS}
+        for kind in re.findall(r"`(\w+)`", kinds):
+            documented[kind] = names
+    return documented
+
+
+def test_protocol_md_names_every_browser_input_with_its_fields_as_defined() -> None:
+    defined = {
+        kind.__struct_config__.tag: {field.name for field in msgspec.structs.fields(kind)}
+        for kind in (protocol.Ack, *protocol.BROWSER_INPUTS)
+    }
+    assert documented_inputs() == defined

@@ -16,7 +16,10 @@
   const choiceBar = root.querySelector(".player-choices");
   const thinkingLine = root.querySelector(".player-thinking");
   const sequenceKey = `worldloom.sequence.${sessionId}`;
-  const keyNames = new Set(["KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight"]);
+  // The protocol's constants, from the server's definitions (play/protocol.py PAGE_CONSTANTS).
+  const protocol = JSON.parse(document.getElementById("play-protocol").textContent);
+  const keyNames = new Set(protocol.keys);
+  const states = protocol.states; // a session's states as `welcome` and `status` name them
   const keyAliases = { ArrowUp: "KeyW", ArrowDown: "KeyS" };
 
   // This page's own name for the platform: `seq` is checked for resends per page, so another tab of the same
@@ -41,9 +44,9 @@
   let awaitingChoices = root.dataset.story === "true";
 
   function showStatus() {
-    const parts = [state === "running" ? "Live" : state];
+    const parts = [state === states.running ? "Live" : state];
     if (queueText) parts.push(queueText);
-    if (state === "running") parts.push(`${framesPerSecond} fps`);
+    if (state === states.running) parts.push(`${framesPerSecond} fps`);
     if (latency !== null) parts.push(`${Math.round(latency)} ms`);
     statusLine.textContent = parts.join(" · ");
   }
@@ -62,13 +65,13 @@
       else handle(JSON.parse(event.data));
     });
     socket.addEventListener("close", (event) => {
-      if (state === "ended") return;
-      // 4001: the sign-in ended (log-out, password change, suspension); reconnecting would only be refused.
-      if (event.code === 4001) {
+      if (state === states.ended) return;
+      // The sign-in ended (log-out, password change, suspension); reconnecting would only be refused.
+      if (event.code === protocol.close_signed_out) {
         location.assign(`/accounts/login/?next=${encodeURIComponent(location.pathname)}`);
         return;
       }
-      state = "reconnecting";
+      state = states.reconnecting;
       showStatus();
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 10000);
@@ -76,7 +79,7 @@
   }
 
   function frame(buffer) {
-    const header = new DataView(buffer, 0, 8);
+    const header = new DataView(buffer, 0, protocol.frame_header_bytes);
     const number = header.getUint32(0);
     const applied = header.getUint32(4);
     socket.send(JSON.stringify({ type: "ack", frame: number }));
@@ -87,7 +90,7 @@
     }
     if (drawing || !context) return; // a newer frame will follow; never queue decodes behind a slow one
     drawing = true;
-    createImageBitmap(new Blob([buffer.slice(8)], { type: "image/jpeg" }))
+    createImageBitmap(new Blob([buffer.slice(protocol.frame_header_bytes)], { type: "image/jpeg" }))
       .then((bitmap) => {
         context.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
         canvas.dataset.frame = String(number);
@@ -102,12 +105,12 @@
       case "status":
         state = message.state;
         queueText = "";
-        if (message.state === "queued") {
+        if (message.state === states.queued) {
           // No estimate while no worker runs this world's engine: the platform says so instead of guessing.
           const wait = message.estimated_wait_s === undefined ? message.reason : `about ${message.estimated_wait_s} s`;
           queueText = `place ${message.queue_place} in the queue, ${wait}`;
         }
-        if (message.state === "ended") say(`The session ended: ${message.reason}`);
+        if (message.state === states.ended) say(`The session ended: ${message.reason}`);
         break;
       case "accepted": {
         const sent = unconfirmed.get(message.seq);
