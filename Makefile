@@ -34,6 +34,7 @@ test: $(STAMP) lint
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	PYTHONPATH=.:platform $(BIN)/lint-imports
 
 fix: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -1,6 +1,7 @@
-"""A database filled by the code before the `play` app (stories and sessions in the `stories` app) keeps every row.
+"""A database filled by the code before the apps were layered keeps every row of the tables that moved.
 
-The dump was made by that code: migrate, load_demo, then four sessions with logged inputs and snapshots.
+Stories and play sessions lived in a `stories` app, content settings in the gallery. The dump was made by that
+code: migrate, load_demo, then four sessions with logged inputs and snapshots, and one person's content settings.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-DUMP = Path(__file__).parent / "data" / "database_before_play_app.sql.gz"
+DUMP = Path(__file__).parent / "data" / "database_before_the_redesign.sql.gz"
 MOVED = {
     "stories_story": "worlds_story",
     "stories_beat": "worlds_beat",
@@ -23,6 +24,7 @@ MOVED = {
     "stories_playsession_participants": "play_playsession_participants",
     "stories_sessionevent": "play_sessionevent",
     "stories_sessionsnapshot": "play_sessionsnapshot",
+    "gallery_profile": "accounts_contentsettings",
 }
 
 
@@ -47,10 +49,16 @@ def test_migrating_a_database_of_the_stories_app_moves_every_row(tmp_path: Path)
     with sqlite3.connect(database) as connection:
         tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         labels = connection.execute(
-            "SELECT app_label, model FROM django_content_type WHERE model IN ('story', 'beat', 'playsession')"
+            "SELECT app_label, model FROM django_content_type"
+            " WHERE model IN ('story', 'beat', 'playsession', 'profile', 'contentsettings')"
         ).fetchall()
-    assert not {name for name in tables if name.startswith("stories_")}
-    assert sorted(labels) == [("play", "playsession"), ("worlds", "beat"), ("worlds", "story")]
+    assert not {name for name in tables if name.startswith("stories_") or name == "gallery_profile"}
+    assert sorted(labels) == [
+        ("accounts", "contentsettings"),
+        ("play", "playsession"),
+        ("worlds", "beat"),
+        ("worlds", "story"),
+    ]
     # The models read what was adopted: a session's log replays from its snapshot as before.
     reading = subprocess.run(
         [

@@ -22,12 +22,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.roles import CREATE
-from gallery.selectors import versions_visible
 from worlds import services
 from worlds.exports import EXPORT_FORMATS, EXPORT_MODELS, content_export
 from worlds.imports import MAX_IMPORT_BYTES, content_import
 from worlds.models import Beat, Character, Clue, Hook, HookBranch, Lorebook, LoreEntry, Story, World, WorldVersion
-from worlds.selectors import version_document_for, world_latest_version
+from worlds.selectors import version_document_for, versions_visible, world_latest_version
 
 
 class CanCreate(permissions.BasePermission):

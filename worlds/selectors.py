@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from accounts.models import User
 from accounts.roles import MODERATE
+from accounts.selectors import sees_mature
 from worlds.documents import document_public
-from worlds.models import Story, World, WorldVersion
+from worlds.models import ContentRating, ReviewStatus, Story, World, WorldVersion
 
 
 def worlds_owned(*, owner: User) -> QuerySet[World]:
@@ -82,3 +83,16 @@ def story_problems(*, story: Story) -> list[str]:
         if not any(beats[name].is_ending for name in reached):
             problems.append(f"story {story.title}: no ending can be reached from {story.start_beat!r}")
     return problems
+
+
+def versions_visible(*, user: User | AnonymousUser) -> QuerySet[WorldVersion]:
+    """Versions a person may read through the API: approved ones (mature only for those who opted in), every
+    version of their own worlds, and for moderators everything."""
+    if user.is_authenticated and user.has_perm(MODERATE):
+        return WorldVersion.objects.all()
+    public = Q(status=ReviewStatus.APPROVED)
+    if not sees_mature(user=user):
+        public &= ~Q(document__world__content_rating=ContentRating.MATURE)
+    if user.is_authenticated:
+        public |= Q(world__owner=user)
+    return WorldVersion.objects.filter(public)

@@ -10,10 +10,10 @@ from django.db.models import F
 from django.utils.text import slugify
 
 from accounts.models import User
-from moderation.services import submission_open
 from worlds import validation
 from worlds.document_schema import document_problem
 from worlds.documents import DOCUMENT_FORMAT, DOCUMENT_VERSION, NOT_CONTENT_FIELDS, world_document
+from worlds.events import version_published
 from worlds.models import (
     Beat,
     Character,
@@ -111,7 +111,7 @@ def world_publish(*, world: World, by: User) -> WorldVersion:
     World.objects.select_for_update().filter(pk=world.pk).first()
     last = world.versions.aggregate(last=models.Max("number"))["last"] or 0
     version = WorldVersion.objects.create(world=world, number=last + 1, document=world_document(world), published_by=by)
-    submission_open(version=version)
+    version_published.send(sender=WorldVersion, version=version)
     return version
 
 

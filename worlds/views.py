@@ -22,7 +22,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.models import User
 from accounts.roles import CREATE
-from gallery.selectors import versions_visible
 from inference.engine import preview_jpeg
 from inference.language.embedding import default_embedder
 from worlds import imports
@@ -47,7 +46,7 @@ from worlds.forms import (
     service_errors_add,
 )
 from worlds.models import Character, Hook, Lorebook, ReviewStatus, Story, World, WorldVersion
-from worlds.selectors import version_document_for, world_problems, worlds_owned
+from worlds.selectors import version_document_for, versions_visible, world_problems, worlds_owned
 from worlds.services import world_publish, world_remix
 from worlds.story_forms import BeatFormSet, StoryForm
 

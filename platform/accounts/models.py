@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 
@@ -21,3 +22,17 @@ class User(AbstractUser):
 
     def __str__(self) -> str:
         return self.display_name or self.username
+
+
+class ContentSettings(models.Model):
+    """What a person chose to see: mature works show only after they opt in and confirm they are adults."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="content_settings")
+    show_mature = models.BooleanField(default=False)
+    adult_confirmed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "content settings"
+
+    def __str__(self) -> str:
+        return f"content settings of {self.user}"

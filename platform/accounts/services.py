@@ -9,8 +9,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
+from django.utils import timezone
 
-from accounts.models import User
+from accounts.models import ContentSettings, User
 from accounts.roles import ROLE_PERMISSIONS, SIGN_UP_ROLES, Role
 
 
@@ -68,3 +69,16 @@ def user_sockets_close(*, user_id: Any, reason: str) -> None:
     """
     message = {"type": "user.sockets_close", "reason": reason}
     transaction.on_commit(lambda: async_to_sync(get_channel_layer().group_send)(user_group(user_id), message))
+
+
+@transaction.atomic
+def content_settings_update(*, user: User, show_mature: bool, adult_confirmed: bool) -> ContentSettings:
+    """Mature works show only to players who opt in and confirm they are adults; opting out clears both."""
+    chosen, _ = ContentSettings.objects.select_for_update().get_or_create(user=user)
+    chosen.show_mature = show_mature and adult_confirmed
+    if chosen.show_mature and chosen.adult_confirmed_at is None:
+        chosen.adult_confirmed_at = timezone.now()
+    if not chosen.show_mature:
+        chosen.adult_confirmed_at = None
+    chosen.save()
+    return chosen

@@ -15,7 +15,7 @@ from django.db.migrations.state import ProjectState
 
 
 class TablesAdopted(migrations.operations.base.Operation):
-    """Rename `<old_app>_<model>` tables to the models' own tables where they exist, else create the tables."""
+    """Rename `<old_app>_<old model>` tables to the models' own tables where they exist, else create the tables."""
 
     reduces_to_sql = False
     reversible = False
@@ -51,11 +51,11 @@ class TablesAdopted(migrations.operations.base.Operation):
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, from_state: ProjectState, to_state: ProjectState
     ) -> None:
         existing = set(schema_editor.connection.introspection.table_names())
-        if any(f"{self.old_app}_{name.lower()}" in existing for name in self.model_names):
+        if any(f"{self.old_app}_{old_name.lower()}" in existing for old_name in self.model_names.values()):
             self.old_schema_check(schema_editor)
-        for name in self.model_names:
+        for name, old_name in self.model_names.items():
             model = to_state.apps.get_model(app_label, name)
-            old_table = f"{self.old_app}_{name.lower()}"
+            old_table = f"{self.old_app}_{old_name.lower()}"
             if old_table not in existing:
                 schema_editor.create_model(model)
                 continue
@@ -64,17 +64,16 @@ class TablesAdopted(migrations.operations.base.Operation):
                 through = field.remote_field.through
                 schema_editor.alter_db_table(through, f"{old_table}_{field.name}", through._meta.db_table)
             for index in model._meta.indexes:
-                old_name = next((old for old, new in self.index_renames.items() if new == index.name), None)
-                if old_name is not None:
-                    old_index = models.Index(fields=index.fields, name=old_name)
+                old_index_name = next((old for old, new in self.index_renames.items() if new == index.name), None)
+                if old_index_name is not None:
+                    old_index = models.Index(fields=index.fields, name=old_index_name)
                     schema_editor.rename_index(model, old_index, index)
-        if "django_content_type" in existing:
-            # Permissions and admin history point at content types: they follow the models to their new app.
-            placeholders = ", ".join(["%s"] * len(self.model_names))
-            schema_editor.execute(
-                f"UPDATE django_content_type SET app_label = %s WHERE app_label = %s AND model IN ({placeholders})",  # noqa: S608 placeholders only
-                [app_label, self.old_app, *[name.lower() for name in self.model_names]],
-            )
+            if "django_content_type" in existing:
+                # Permissions and admin history point at content types: they follow the model to its new app.
+                schema_editor.execute(
+                    "UPDATE django_content_type SET app_label = %s, model = %s WHERE app_label = %s AND model = %s",
+                    [app_label, name.lower(), self.old_app, old_name.lower()],
+                )
 
     def old_schema_check(self, schema_editor: BaseDatabaseSchemaEditor) -> None:
         with schema_editor.connection.cursor() as cursor:

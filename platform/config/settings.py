@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "allauth.mfa",
     "csp",
     "common",
+    "shell",
     "accounts",
     "gallery",
     "moderation",

@@ -9,7 +9,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.forms import LockoutAwareAdminLoginForm
-from common.views import healthz
+from shell.views import healthz
 
 # The admin's log-in shares the per-account lock-out of the log-in pages and the token API.
 admin.site.login_form = LockoutAwareAdminLoginForm

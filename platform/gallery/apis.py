@@ -15,6 +15,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import User
+from accounts.selectors import content_settings_of
+from accounts.services import content_settings_update
 from gallery import selectors, services
 from gallery.models import Listing
 from gallery.throttles import AnonymousSearchThrottle
@@ -240,11 +242,11 @@ class ContentSettingsApi(APIView):
 
     @extend_schema(responses=OutputSerializer)
     def get(self, request: Request) -> Response:
-        return Response(self.OutputSerializer(selectors.profile_of(user=request.user)).data)
+        return Response(self.OutputSerializer(content_settings_of(user=request.user)).data)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer)
     def put(self, request: Request) -> Response:
         given = self.InputSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        profile = services.profile_update(user=request.user, **given.validated_data)
+        profile = content_settings_update(user=request.user, **given.validated_data)
         return Response(self.OutputSerializer(profile).data)

@@ -102,14 +102,3 @@ class Play(models.Model):
 
     def __str__(self) -> str:
         return f"{self.player_id} played {self.listing_id} on {self.day}"
-
-
-class Profile(models.Model):
-    """A player's gallery settings: mature works show only after they opt in and confirm they are adults."""
-
-    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="gallery_profile")
-    show_mature = models.BooleanField(default=False)
-    adult_confirmed_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"gallery settings of {self.user}"

@@ -26,9 +26,9 @@ from django.db.models import Case, Count, Exists, F, FloatField, OuterRef, Q, Qu
 from django.http import Http404
 
 from accounts.models import User
-from accounts.roles import MODERATE
+from accounts.selectors import sees_mature
 from common.database import StatementTimedOut, statement_timeout
-from gallery.models import Follow, Like, Listing, Profile
+from gallery.models import Follow, Like, Listing
 from worlds.models import ContentRating, ReviewStatus, WorldVersion
 
 MAX_PAGE_SIZE = 100
@@ -66,12 +66,6 @@ class SearchTooSlow(Exception):
 class Page:
     items: list[Listing]
     next_cursor: str | None
-
-
-def sees_mature(*, user: User | AnonymousUser) -> bool:
-    if not user.is_authenticated:
-        return False
-    return Profile.objects.filter(user=user, show_mature=True, adult_confirmed_at__isnull=False).exists()
 
 
 def listings_visible(*, user: User | AnonymousUser) -> QuerySet[Listing]:
@@ -237,20 +231,3 @@ def creator_profile(*, user: User | AnonymousUser, username: str) -> CreatorProf
     followers = Follow.objects.filter(creator=creator).count()
     following = user.is_authenticated and Follow.objects.filter(follower=user, creator=creator).exists()
     return CreatorProfile(creator=creator, works=works, followers=followers, following=following)
-
-
-def profile_of(*, user: User) -> Profile:
-    return Profile.objects.filter(user=user).first() or Profile(user=user)
-
-
-def versions_visible(*, user: User | AnonymousUser) -> QuerySet[WorldVersion]:
-    """Versions a person may read through the API: approved ones (mature only for those who opted in), every
-    version of their own worlds, and for moderators everything."""
-    if user.is_authenticated and user.has_perm(MODERATE):
-        return WorldVersion.objects.all()
-    public = Q(status=ReviewStatus.APPROVED)
-    if not sees_mature(user=user):
-        public &= ~Q(document__world__content_rating=ContentRating.MATURE)
-    if user.is_authenticated:
-        public |= Q(world__owner=user)
-    return WorldVersion.objects.filter(public)

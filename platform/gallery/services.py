@@ -11,7 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import User
-from gallery.models import Follow, Like, Listing, Play, Profile
+from gallery.models import Follow, Like, Listing, Play
 from worlds.models import ReviewStatus, Tag, World, WorldVersion
 
 # Trending sums activity with exponential decay: an event counts half as much every half-life. Each event
@@ -155,16 +155,3 @@ def creator_follow(*, follower: User, creator: User) -> bool:
 @transaction.atomic
 def creator_unfollow(*, follower: User, creator: User) -> bool:
     return Follow.objects.filter(follower=follower, creator=creator).delete()[0] > 0
-
-
-@transaction.atomic
-def profile_update(*, user: User, show_mature: bool, adult_confirmed: bool) -> Profile:
-    """Mature works show only to players who opt in and confirm they are adults; opting out clears both."""
-    profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
-    profile.show_mature = show_mature and adult_confirmed
-    if profile.show_mature and profile.adult_confirmed_at is None:
-        profile.adult_confirmed_at = timezone.now()
-    if not profile.show_mature:
-        profile.adult_confirmed_at = None
-    profile.save()
-    return profile

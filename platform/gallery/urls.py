@@ -13,7 +13,6 @@ urlpatterns = [
     path("worlds/<slug:slug>/", views.world_page, name="world"),
     path("worlds/<slug:slug>/image", views.world_image, name="world_image"),
     path("worlds/<slug:slug>/like/", views.world_like, name="world_like"),
-    path("worlds/<slug:slug>/report/", views.world_report, name="world_report"),
     path("creators/<str:username>/", views.creator_page, name="creator"),
     path("creators/<str:username>/follow/", views.creator_follow, name="creator_follow"),
 ]

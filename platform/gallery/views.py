@@ -12,13 +12,14 @@ from django.views.decorators.http import require_POST
 
 from accounts.models import User
 from accounts.roles import CREATE
+from accounts.selectors import content_settings_of
+from accounts.services import content_settings_update
 from common.images import image_response
 from gallery import selectors, services
+from gallery.events import world_page_shown
 from gallery.forms import BrowseForm, ContentSettingsForm
+from gallery.models import Listing
 from gallery.throttles import search_wait_seconds
-from moderation.forms import ReportForm
-from moderation.services import report_file
-from play.selectors import live_session_now
 from worlds.categories import CATEGORY_BLURBS, Category
 
 
@@ -120,7 +121,11 @@ def world_page(request: HttpRequest, slug: str) -> HttpResponse:
         if is_creator and listing.creator_id != request.user.pk
         else None,
         "liked": getattr(listing, "liked", False),
-        "live_session": live_session_now(world=listing.world) if listing.category == Category.LIVE else None,
+        "sections": [
+            section
+            for _, section in world_page_shown.send(sender=Listing, listing=listing, user=request.user)
+            if section is not None
+        ],
     }
     return render(request, "gallery/world.html", context)
 
@@ -147,17 +152,6 @@ def world_like(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("gallery:world", slug)
 
 
-@login_required
-def world_report(request: HttpRequest, slug: str) -> HttpResponse:
-    listing = selectors.listing_for_page(user=request.user, slug=slug)
-    form = ReportForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        report_file(reporter=request.user, world=listing.world, **form.cleaned_data)
-        messages.success(request, "Thank you: your report is with the moderators.")
-        return redirect("gallery:world", slug)
-    return render(request, "gallery/report.html", {"listing": listing, "form": form})
-
-
 def creator_page(request: HttpRequest, username: str) -> HttpResponse:
     profile = selectors.creator_profile(user=request.user, username=username)
     return render(request, "gallery/creator.html", {"profile": profile})
@@ -176,11 +170,11 @@ def creator_follow(request: HttpRequest, username: str) -> HttpResponse:
 
 @login_required
 def content_settings(request: HttpRequest) -> HttpResponse:
-    profile = selectors.profile_of(user=request.user)
+    profile = content_settings_of(user=request.user)
     initial = {"show_mature": profile.show_mature, "adult_confirmed": profile.adult_confirmed_at is not None}
     form = ContentSettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        services.profile_update(user=request.user, **form.cleaned_data)
+        content_settings_update(user=request.user, **form.cleaned_data)
         messages.success(request, "Your content settings are saved.")
         return redirect("gallery:settings")
     return render(request, "gallery/settings.html", {"form": form})

@@ -22,6 +22,7 @@ from accounts.services import user_sockets_close
 from gallery.models import Listing
 from gallery.services import listing_feature, listing_refresh
 from moderation.checks import CHECKS
+from moderation.events import world_taken_down
 from moderation.models import (
     APPEALABLE_ACTIONS,
     VERDICT_SEVERITY,
@@ -210,7 +211,7 @@ def world_take_down(*, world: World, moderator: User, reason: str) -> AuditEntry
     for version in versions:
         version_review(version=version, moderator=moderator, status=ReviewStatus.TAKEN_DOWN, reason=reason)
     listing_refresh(world=world)
-    sessions_ended = sessions_end(world=world, reason=reason)
+    sessions_ended = sum(ended for _, ended in world_taken_down.send(sender=World, world=world, reason=reason))
     now = timezone.now()
     Report.objects.filter(world=world, resolved_at__isnull=True).update(resolved_at=now)
     queue_close(kind=QueueKind.REPORT, world=world)
@@ -218,14 +219,6 @@ def world_take_down(*, world: World, moderator: User, reason: str) -> AuditEntry
         actor=moderator, action=AuditAction.TAKE_DOWN, target=world, reason=reason,
         versions=[version.pk for version in versions], sessions_ended=sessions_ended,
     )  # fmt: skip
-
-
-def sessions_end(*, world: World, reason: str) -> int:
-    """End the world's active play sessions; their players see the reason."""
-    # Imported here: stories.services counts plays through gallery.services, which this module's callers load.
-    from play.services import sessions_end_for_world
-
-    return sessions_end_for_world(world_id=world.pk, reason=reason)
 
 
 @transaction.atomic

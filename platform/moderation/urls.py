@@ -7,6 +7,7 @@ from moderation import views
 app_name = "moderation"
 urlpatterns = [
     path("", views.queue, name="queue"),
+    path("report/<slug:slug>/", views.world_report, name="world_report"),
     path("items/<int:item_id>/", views.item, name="item"),
     re_path(
         r"^versions/(?P<version_id>\d+)/(?P<decision>approve|reject)/$", views.version_decide, name="version_decide"

@@ -16,8 +16,9 @@ from django.views.decorators.http import require_POST
 from accounts.models import User
 from accounts.roles import MODERATE
 from common.redirects import next_url_or
+from gallery.selectors import listing_for_page
 from moderation import selectors, services
-from moderation.forms import AppealForm, OptionalReasonForm, QueueFilterForm, ReasonForm
+from moderation.forms import AppealForm, OptionalReasonForm, QueueFilterForm, ReasonForm, ReportForm
 from moderation.models import Appeal, AuditEntry, CheckResult, QueueItem, Report
 from worlds.models import World, WorldVersion
 
@@ -191,3 +192,14 @@ def check_image(request: HttpRequest, check_id: int) -> FileResponse:
     """A preview frame: pending versions are private, so their frames are served to moderators only."""
     check = get_object_or_404(CheckResult.objects.exclude(image=""), pk=check_id)
     return FileResponse(check.image.open(), content_type="image/jpeg")
+
+
+@login_required
+def world_report(request: HttpRequest, slug: str) -> HttpResponse:
+    listing = listing_for_page(user=request.user, slug=slug)
+    form = ReportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        services.report_file(reporter=request.user, world=listing.world, **form.cleaned_data)
+        messages.success(request, "Thank you: your report is with the moderators.")
+        return redirect("gallery:world", slug)
+    return render(request, "moderation/report.html", {"listing": listing, "form": form})

@@ -7,13 +7,14 @@ from pathlib import Path
 
 from django.db import transaction
 
+import worlds
 from accounts.demo import DEMO_PEOPLE
 from accounts.models import User
 from moderation.services import version_approve
 from worlds.models import ReviewStatus, World
 from worlds.services import slug_unique, world_from_document, world_publish
 
-DEMO_CONTENT = Path(__file__).resolve().parent / "demo_content"
+DEMO_CONTENT = Path(worlds.__file__).resolve().parent / "demo_content"
 DEMO_MODERATOR = next(person.username for person in DEMO_PEOPLE if person.moderator)
 
 

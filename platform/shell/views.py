@@ -1,11 +1,11 @@
-"""Views that belong to no single app."""
+"""The health check operators and load balancers poll."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 
-from common.selectors import platform_health
+from shell.selectors import platform_health
 
 
 @never_cache

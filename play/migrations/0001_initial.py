@@ -91,5 +91,5 @@ class Migration(migrations.Migration):
                 constraint=models.UniqueConstraint(fields=('session', 'player', 'browser', 'client_sequence'), name='client_sequence_unique_per_browser'),
             ),
         ]),
-        TablesAdopted(old_app='stories', old_last_migration='0007_inputs_deduplicated_per_browser', model_names=['PlaySession', 'SessionEvent', 'SessionSnapshot'], index_renames={'stories_pla_status_468b66_idx': 'play_playse_status_2241fa_idx', 'stories_pla_worker__6b53b0_idx': 'play_playse_worker__65c84d_idx'}),
+        TablesAdopted(old_app='stories', old_last_migration='0007_inputs_deduplicated_per_browser', model_names={'PlaySession': 'PlaySession', 'SessionEvent': 'SessionEvent', 'SessionSnapshot': 'SessionSnapshot'}, index_renames={'stories_pla_status_468b66_idx': 'play_playse_status_2241fa_idx', 'stories_pla_worker__6b53b0_idx': 'play_playse_worker__65c84d_idx'}),
     ]

@@ -51,5 +51,5 @@ class Migration(migrations.Migration):
                 },
             ),
         ]),
-        TablesAdopted(old_app='stories', old_last_migration='0007_inputs_deduplicated_per_browser', model_names=['Story', 'Beat']),
+        TablesAdopted(old_app='stories', old_last_migration='0007_inputs_deduplicated_per_browser', model_names={'Story': 'Story', 'Beat': 'Beat'}),
     ]

@@ -15,10 +15,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.models import User
+from accounts.services import content_settings_update
 from accounts.tests.factories import UserFactory
 from gallery.models import Listing
 from gallery.selectors import Page, Sort, listings_browse, listings_search
-from gallery.services import creator_follow, listing_like, listing_unlike, profile_update, world_play_record
+from gallery.services import creator_follow, listing_like, listing_unlike, world_play_record
 from moderation.services import version_approve, world_feature
 from worlds.models import WorldVersion
 from worlds.services import world_publish, world_remix
@@ -136,7 +137,7 @@ def test_mature_works_show_only_to_players_who_opted_in_and_confirmed_their_age(
     assert not sees_it(signed_in, api_for(player))
     signed_in.post(reverse("gallery:settings"), {"show_mature": "on", "adult_confirmed": "on"})
     assert sees_it(signed_in, api_for(player))
-    profile_update(user=player, show_mature=False, adult_confirmed=True)
+    content_settings_update(user=player, show_mature=False, adult_confirmed=True)
     assert not sees_it(signed_in, api_for(player))
 
 
@@ -191,7 +192,7 @@ def test_the_world_page_shows_what_players_need(listed: Callable[..., Listing], 
     assert f'href="{reverse("gallery:world", args=[original.slug])}"' in page  # remixed from
     assert "Version 1" in page and "fog" in page
     assert reverse("worlds:remix", args=[remix_world.listing.version_id]) in page
-    assert reverse("gallery:world_report", args=[remix_world.slug]) in page
+    assert reverse("moderation:world_report", args=[remix_world.slug]) in page
     assert f'href="{reverse("play:play", args=[remix_world.slug])}"' in page
 
 
@@ -213,7 +214,7 @@ def test_a_player_reports_a_world_from_its_page(listed: Callable[..., Listing]) 
     client = Client()
     client.force_login(UserFactory())
     response = client.post(
-        reverse("gallery:world_report", args=[listing.slug]), {"subject": "world", "reason": "spam", "note": "Ads."}
+        reverse("moderation:world_report", args=[listing.slug]), {"subject": "world", "reason": "spam", "note": "Ads."}
     )
     assert response.status_code == 302
     assert listing.world.reports.get().note == "Ads."

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.demo import DEMO_PASSWORD, demo_people_ensure
 from accounts.models import User
-from worlds.demo import demo_worlds_ensure
+from shell.demo import demo_worlds_ensure
 
 
 class Command(BaseCommand):
