@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint fix bench eval setup migrate clean
+.PHONY: run test test-fast lint fix bench eval setup migrate clean
 
 # torch first and pinned: the CPU wheel lies on local disk; anything looser lets pip fetch a CUDA build.
 $(STAMP): pyproject.toml
@@ -30,6 +30,10 @@ run: setup
 # Tests run over plain HTTP on loopback, so the HTTPS-only cookies and redirects of production are off.
 test: $(STAMP) lint
 	HTTPS=false $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The tests that need no database and start no process: seconds, for the edit-test loop.
+test-fast: $(STAMP)
+	HTTPS=false $(BIN)/python -m pytest --fast -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

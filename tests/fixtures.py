@@ -46,12 +46,48 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"worldloom: database {database}, channel layer {layer}, celery {broker}"]
 
 
-@pytest.fixture(scope="session", autouse=True)
+# Fixtures that need the database or start processes: a test using one is not in the fast tier.
+HEAVY_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_setup", "live_platform", "browser", "page", "redis_url", "client"}
+)
+HEAVY_MARKERS = ("django_db", "slow", "browser", "services")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="only the tests that need no database and start no process (make test-fast)",
+    )
+
+
+def is_heavy(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return bool(fixtures & HEAVY_FIXTURES) or any(item.get_closest_marker(name) for name in HEAVY_MARKERS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--fast"):
+        return
+    heavy = [item for item in items if is_heavy(item)]
+    if heavy:
+        config.hook.pytest_deselected(items=heavy)
+        items[:] = [item for item in items if not is_heavy(item)]
+
+
+@pytest.fixture(scope="session")
 def static_files_collected() -> None:
     """Pages name their static files by hash, so the manifest must exist before any page renders."""
     from django.core.management import call_command
 
     call_command("collectstatic", "--no-input", verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def static_files_for_pages(request: pytest.FixtureRequest) -> None:
+    """Collected once, for the tests that can render a page (they use the database); pure tests skip it."""
+    if is_heavy(request.node):
+        request.getfixturevalue("static_files_collected")
 
 
 @pytest_asyncio.fixture
