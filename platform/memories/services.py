@@ -12,11 +12,11 @@ inference.narrative.memory.retrieve.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
+from cachetools import LRUCache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import F
@@ -95,34 +95,26 @@ class MemoryArraysCache:
 
     # 100,000 rows of 384 float32 are about 150 MB: ten characters of 10,000 memories, or 500 at the default limit.
     def __init__(self, max_rows: int = 100_000) -> None:
-        self.max_rows = max_rows
-        self.entries: OrderedDict[int, CachedMemories] = OrderedDict()
-        self.rows = 0
-        # Pages and consumers run on several threads of one process.
+        self.entries: LRUCache[int, CachedMemories] = LRUCache(
+            maxsize=max_rows, getsizeof=lambda entry: max(len(entry.texts), 1)
+        )
+        # Pages and consumers run on several threads of one process; cachetools' caches are not thread-safe.
         self.lock = threading.Lock()
 
     def get(self, acquaintance_id: int) -> CachedMemories | None:
         with self.lock:
-            entry = self.entries.get(acquaintance_id)
-            if entry is not None:
-                self.entries.move_to_end(acquaintance_id)
-            return entry
+            return self.entries.get(acquaintance_id)
 
     def put(self, acquaintance_id: int, entry: CachedMemories) -> None:
         with self.lock:
-            previous = self.entries.pop(acquaintance_id, None)
-            if previous is not None:
-                self.rows -= len(previous.texts)
-            self.entries[acquaintance_id] = entry
-            self.rows += len(entry.texts)
-            while self.rows > self.max_rows and len(self.entries) > 1:
-                _, evicted = self.entries.popitem(last=False)
-                self.rows -= len(evicted.texts)
+            try:
+                self.entries[acquaintance_id] = entry
+            except ValueError:  # more rows than the whole cache holds: recalled from the database each time
+                self.entries.pop(acquaintance_id, None)
 
     def clear(self) -> None:
         with self.lock:
             self.entries.clear()
-            self.rows = 0
 
 
 memory_arrays_cache = MemoryArraysCache()
