@@ -60,8 +60,9 @@ class WorldEngine(ABC):
         return True
 
     @abstractmethod
-    def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None) -> str:
-        """Open a session from a world spec, resuming from `snapshot` when given; returns its id."""
+    def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None, *, session: str | None = None) -> str:
+        """Open a session from a world spec, resuming from `snapshot` when given; returns its id, which is
+        `session` when given (the worker passes the platform's, so frames need no other name)."""
 
     @abstractmethod
     def step(self, batch: list[StepRequest]) -> list[Frame]:
@@ -168,9 +169,9 @@ class RaycastEngine(WorldEngine):
         self.width, self.height, self.jpeg_quality = width, height, jpeg_quality
         self._sessions: dict[str, _RaycastSession] = {}
 
-    def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None) -> str:
+    def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None, *, session: str | None = None) -> str:
         world, state = world_and_state(spec, snapshot)
-        session = uuid.uuid4().hex
+        session = session or uuid.uuid4().hex
         self._sessions[session] = _RaycastSession(world, state)
         return session
 

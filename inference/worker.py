@@ -205,7 +205,7 @@ class InferenceWorker:
         self.input_arrived = asyncio.Event()
         self.connection: ClientConnection | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.recalls: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.recalls: dict[int, asyncio.Future[protocol.SessionRecalled]] = {}
         self.recall_numbers = itertools.count(1)
 
     @property
@@ -243,24 +243,24 @@ class InferenceWorker:
     async def serve(self, connection: ClientConnection) -> None:
         """Announce, then heartbeat and tick while handling what the platform sends, until the connection closes."""
         # The platform welcomes a worker as it accepts it; silence is a platform that is not there yet.
-        welcome = protocol.decode(await asyncio.wait_for(connection.recv(), WELCOME_TIMEOUT_SECONDS))
-        if welcome["type"] != "platform.welcome":
-            raise protocol.ProtocolError(f"expected platform.welcome, got {welcome['type']}")
-        heartbeat_seconds = float(welcome["heartbeat_seconds"])
+        received = await asyncio.wait_for(connection.recv(), WELCOME_TIMEOUT_SECONDS)
+        welcome = protocol.decode_from_platform(received if isinstance(received, str) else None)
+        if not isinstance(welcome, protocol.PlatformWelcome):
+            raise protocol.ProtocolError(f"expected platform.welcome, got {protocol.type_of(welcome)}")
         # Any worker can hold a conversation: it needs no world engine, only the narrator.
-        hello = protocol.hello_message(
+        hello = protocol.WorkerHello(
             engines=[*self.engines, CONVERSATION], slots=self.config.slots, free_slots=self.free_slots,
             device=self.config.device,
         )  # fmt: skip
         await connection.send(protocol.encode(hello))
         self.connection, self.loop = connection, asyncio.get_running_loop()
         self.connected.set()
-        logger.info("connected to %s as %s with engines %s", self.config.url, welcome["worker"], list(self.engines))
+        logger.info("connected to %s as %s with engines %s", self.config.url, welcome.worker, list(self.engines))
         # Whichever ends first ends the connection: the platform closing it, a failed send, or the watchdog
         # finding a thread stuck (the receiving loop may be the one waiting on it).
         tasks = [
             asyncio.create_task(self.receive(connection)),
-            asyncio.create_task(self.heartbeat(connection, heartbeat_seconds)),
+            asyncio.create_task(self.heartbeat(connection, welcome.heartbeat_seconds)),
             asyncio.create_task(self.tick_forever(connection)),
             asyncio.create_task(self.threads_watch(connection)),
         ]
@@ -279,16 +279,18 @@ class InferenceWorker:
 
     async def receive(self, connection: ClientConnection) -> None:
         async for text in connection:
-            message = protocol.decode(text if isinstance(text, str) else None)
-            if message["type"] == "session.recalled":
+            try:
+                message = protocol.decode_from_platform(text if isinstance(text, str) else None)
+            except protocol.ProtocolError as error:
+                logger.warning("ignoring a message from the platform: %s", error)
+                continue
+            if isinstance(message, protocol.SessionRecalled):
                 self.recalled(message)
                 continue
-            session = message.get("session")
-            about = session if isinstance(session, str) else None
-            replies = await self.on_engine_thread(self.handle, message, about=about)
+            replies = await self.on_engine_thread(self.handle, message, about=session_of(message))
             for reply in replies:
                 await connection.send(protocol.encode(reply))
-            if message["type"] == "session.input" and self.host.input_brings_tick_forward(message["session"]):
+            if isinstance(message, protocol.SessionInput) and self.host.input_brings_tick_forward(message.session):
                 self.input_arrived.set()
 
     async def heartbeat(self, connection: ClientConnection, interval_seconds: float) -> None:
@@ -298,7 +300,7 @@ class InferenceWorker:
             await asyncio.sleep(interval_seconds)
             if self.threads_stuck() is not None:
                 continue  # threads_watch ends the connection, and tells the player why
-            await connection.send(protocol.encode(protocol.heartbeat_message(free_slots=self.free_slots)))
+            await connection.send(protocol.encode(protocol.WorkerHeartbeat(free_slots=self.free_slots)))
 
     async def threads_watch(self, connection: ClientConnection) -> None:
         """End the connection (EngineThreadStuck) once a thread has been stuck past its budget; the player of the
@@ -310,7 +312,7 @@ class InferenceWorker:
                 continue
             thread, reason = stuck
             if thread.busy_about is not None:
-                failed = protocol.session_error_message(
+                failed = protocol.SessionError(
                     session=thread.busy_about, error="this session stopped its worker; the platform moves it to another"
                 )
                 with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
@@ -366,7 +368,7 @@ class InferenceWorker:
             for message in messages:
                 await connection.send(protocol.encode(message))
 
-    def handle(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies.
 
         A message that fails fails its own session, which the player may open again; any other session goes on.
@@ -375,57 +377,59 @@ class InferenceWorker:
         try:
             replies = self.apply(message)
         except Exception as error:
-            logger.exception("could not apply %s; its session stops", message["type"])
-            session = message.get("session")
-            if isinstance(session, str) and session in self.host.sessions:
+            logger.exception("could not apply %s; its session stops", protocol.type_of(message))
+            session = session_of(message)
+            if session in self.host.sessions:
                 self.host.close(session)
-            replies = [protocol.session_error_message(
-                session=session if isinstance(session, str) else None,
+            replies = [protocol.SessionError(
+                session=session,
                 error=f"this session stopped on its worker ({type(error).__name__}); open it again to retry",
             )]  # fmt: skip
         finally:
             self.jobs_start(self.host.take_jobs())
         return replies
 
-    def apply(self, message: dict[str, Any]) -> list[dict[str, Any]]:
-        kind = message["type"]
+    def apply(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
+        if isinstance(message, protocol.PlatformError):
+            logger.error("platform reported: %s", message.error)
+            return []
+        session = session_of(message)
         try:
-            if kind in ("session.input", "session.refresh") and message["session"] not in self.host.sessions:
+            running = session in self.host.sessions
+            if isinstance(message, (protocol.SessionInput, protocol.SessionRefresh)) and not running:
                 # Its open failed (or its step did): it stays closed here until the platform opens it again.
-                return [protocol.session_error_message(
-                    session=message["session"], error="this session is not running; open it again to restore it",
+                return [protocol.SessionError(
+                    session=session, error="this session is not running; open it again to restore it",
                 )]  # fmt: skip
-            if kind == "session.open" and message["session"] in self.host.sessions:
+            if isinstance(message, protocol.SessionOpen) and running:
                 return self.reopen_hosted(message)
-            if kind == "session.open":
+            if isinstance(message, protocol.SessionOpen):
                 return self.host.open(message)
-            if kind == "session.input":
-                return self.host.input_forwarded(message["session"], int(message["sequence"]), message["input"])
-            if kind == "session.refresh":
-                return self.host.refresh(message["session"])
-            if kind == "session.close":
-                self.host.close(message["session"])
-                self.language_thread.submit(self.narrator.forget, message["session"])
+            if isinstance(message, protocol.SessionInput):
+                return self.host.input_forwarded(message.session, message.sequence, message.input)
+            if isinstance(message, protocol.SessionRefresh):
+                return self.host.refresh(message.session)
+            if isinstance(message, protocol.SessionClose):
+                self.host.close(message.session)
+                self.language_thread.submit(self.narrator.forget, message.session)
                 return []
         except (KeyError, ValueError) as error:
-            logger.exception("could not apply %s", kind)
-            return [protocol.session_error_message(session=message.get("session"), error=f"worker: {error}")]
-        if kind == "error":
-            logger.error("platform reported: %s", message.get("error"))
-        else:
-            logger.warning("ignoring a %s message this worker does not handle", kind)
+            logger.exception("could not apply %s", protocol.type_of(message))
+            return [protocol.SessionError(session=session, error=f"worker: {error}")]
+        logger.warning("ignoring a %s message this worker does not handle", protocol.type_of(message))
         return []
 
-    def reopen_hosted(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def reopen_hosted(self, message: protocol.SessionOpen) -> list[protocol.WorkerToPlatform]:
         """The platform opens a session this worker already hosts (a browser arrived, or a restarted daphne
         or channel layer may have lost messages): say where its story stands and apply the logged inputs that
         never arrived; the host skips those it applied already."""
-        session = message["session"]
-        replies: list[dict[str, Any]] = [{"type": "session.opened", "session": session,
-                                          "tick": self.host.sessions[session].tick}]  # fmt: skip
+        session = message.session
+        replies: list[protocol.WorkerToPlatform] = [
+            protocol.SessionOpened(session=session, tick=self.host.sessions[session].tick)
+        ]
         replies += self.host.refresh(session)
-        for pending in message.get("pending", []):
-            replies += self.host.input(session, int(pending["sequence"]), pending["input"])
+        for pending in message.pending:
+            replies += self.host.input(session, pending.sequence, pending.input)
         return replies + self.host.early_inputs_apply(session)
 
     def close_all(self) -> None:
@@ -439,39 +443,44 @@ class InferenceWorker:
         for job in jobs:
             self.language_thread.submit(self.narrator.run, job, self, about=job.session)
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: protocol.WorkerToPlatform) -> None:
         """Send from any thread; dropped when the connection is gone (the platform reassigns the session)."""
         connection, loop = self.connection, self.loop
         if connection is None or loop is None:
             return
         asyncio.run_coroutine_threadsafe(connection.send(protocol.encode(message)), loop)
 
-    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    def recall(
+        self, *, session: str, character: int | None, speaker: str | None, query: bytes, recent: list[str]
+    ) -> protocol.SessionRecalled | None:
         """Ask the platform for a character's memories and lore (from the language thread); None on no answer."""
         loop = self.loop
         if loop is None or self.connection is None:
             return None
+        number = next(self.recall_numbers)
+        request = protocol.SessionRecall(
+            request=number, session=session, character=character, speaker=speaker, query=query, recent=recent
+        )
         try:
             return asyncio.run_coroutine_threadsafe(self.recall_request(request), loop).result(
                 self.config.recall_timeout_seconds + 1
             )
         except (TimeoutError, asyncio.CancelledError, websockets.ConnectionClosed):
-            logger.warning("no memories arrived for session %s; replying without them", request.get("session"))
+            logger.warning("no memories arrived for session %s; replying without them", session)
             return None
 
-    async def recall_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        number = next(self.recall_numbers)
-        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.recalls[number] = answer
+    async def recall_request(self, request: protocol.SessionRecall) -> protocol.SessionRecalled:
+        answer: asyncio.Future[protocol.SessionRecalled] = asyncio.get_running_loop().create_future()
+        self.recalls[request.request] = answer
         try:
             assert self.connection is not None
-            await self.connection.send(protocol.encode({"type": "session.recall", "request": number, **request}))
+            await self.connection.send(protocol.encode(request))
             return await asyncio.wait_for(answer, self.config.recall_timeout_seconds)
         finally:
-            self.recalls.pop(number, None)
+            self.recalls.pop(request.request, None)
 
-    def recalled(self, message: dict[str, Any]) -> None:
-        waiting = self.recalls.get(message.get("request"))  # type: ignore[arg-type]
+    def recalled(self, message: protocol.SessionRecalled) -> None:
+        waiting = self.recalls.get(message.request)
         if waiting is not None and not waiting.done():
             waiting.set_result(message)
 
@@ -484,6 +493,11 @@ class InferenceWorker:
     def threads_stop(self) -> None:
         self.engine_thread.stop()
         self.language_thread.stop()
+
+
+def session_of(message: protocol.PlatformToWorker) -> str | None:
+    """The session a platform message is about (None: one about the connection)."""
+    return getattr(message, "session", None)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -95,9 +95,9 @@ class WorldModelEngine(WorldEngine):
         return CONFIG.checkpoint.exists()
 
     @torch.inference_mode()
-    def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None) -> str:
+    def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None, *, session: str | None = None) -> str:
         world, state = world_and_state(spec, snapshot)
-        session = uuid.uuid4().hex
+        session = session or uuid.uuid4().hex
         self._sessions[session] = _ModelSession(world, state, self._anchor_latent(world, state), self._new_cache())
         return session
 

@@ -14,7 +14,6 @@ anything was shown is sampled once more, then replaced; refused text is reported
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import logging
 import re
@@ -43,7 +42,23 @@ from inference.narrative.recollection import asks_about_the_player, recollect
 from inference.narrative.reply_checks import ReplyContext, creator_lines, sentence_problems, sentences_of
 from inference.narrative.safety import refused_terms
 from inference.narrative.setting import CastMember, Setting
-from inference.play.host import Job
+from inference.play.state_machine import Job
+from inference.protocol import (
+    HookOutcome,
+    Offer,
+    OfferedChoice,
+    OwnChoice,
+    SessionBlocked,
+    SessionCharacterLine,
+    SessionDebugPrompt,
+    SessionError,
+    SessionExchange,
+    SessionNarration,
+    SessionPropose,
+    SessionRecalled,
+    ToldMemory,
+    WorkerToPlatform,
+)
 
 logger = logging.getLogger(__name__)
 # Texts whose embeddings a worker keeps: every sentence a few dozen characters know, many times over.
@@ -54,9 +69,11 @@ SENTENCE_END = re.compile(r"[.!?…](?=\s)|\n")
 class PlatformLink(Protocol):
     """How narrative work reaches the platform and the session host; callable from any thread."""
 
-    def send(self, message: Message | dict[str, Any]) -> None: ...
+    def send(self, message: WorkerToPlatform) -> None: ...
 
-    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None: ...  # None: no answer in time
+    def recall(
+        self, *, session: str, character: int | None, speaker: str | None, query: bytes, recent: list[str]
+    ) -> SessionRecalled | None: ...  # None: no answer in time
 
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None: ...
 
@@ -118,8 +135,7 @@ class Narrator:
             {"reply": self.reply, "offer": self.offer, "hook": self.hook, "narrate": self.narrate}[job.kind](job, link)
         except Exception:
             logger.exception("narrative job %s of session %s failed", job.kind, job.session)
-            link.send({"type": "session.error", "session": job.session,
-                       "error": "the storyteller stumbled; say that again"})  # fmt: skip
+            link.send(SessionError(session=job.session, error="the storyteller stumbled; say that again"))
 
     def forget(self, session: str) -> None:
         self._classifiers = {key: value for key, value in self._classifiers.items() if key[0] != session}
@@ -134,17 +150,17 @@ class Narrator:
         name = member.sheet.name
         model = self.language_model
         if model is None:
-            link.send({"type": "session.error", "session": job.session,
-                       "error": f"{name} cannot talk here: this worker runs no language model"})  # fmt: skip
+            refusal = f"{name} cannot talk here: this worker runs no language model"
+            link.send(SessionError(session=job.session, error=refusal))
             return
         history: list[Message] = job.data["history"]
         recent = [message["content"] for message in history[-4:]] + [said]
         query = self.embedder.embed([said])[0]  # (D,)
-        recalled = link.recall({
-            "session": job.session, "character": member.id, "speaker": job.data["speaker"],
-            "query": base64.b64encode(query.astype("<f4").tobytes()).decode(), "recent": recent,
-        }) or {}  # fmt: skip
-        memories = [str(text) for text in recalled.get("memories", [])]
+        recalled = link.recall(
+            session=job.session, character=member.id, speaker=job.data["speaker"],
+            query=query.astype("<f4").tobytes(), recent=recent,
+        )  # fmt: skip
+        memories = list(recalled.memories) if recalled is not None else []
         clues = [
             clue.text
             for clue in member.clues
@@ -152,7 +168,7 @@ class Narrator:
             or clue.holds(beat=job.data["beat"], flags=job.data["flags"], recent_text=" ".join(recent))
         ]
         player_name = job.data["speaker"] or setting.player_name
-        lore = [str(text) for text in recalled.get("lore", [])]
+        lore = list(recalled.lore) if recalled is not None else []
         previous = next((message["content"] for message in reversed(history) if message["role"] == "user"), "")
         recollection = recollect(said, query, memories, self.embedder, previous=previous)
         known = self.known(member, setting, clues, lore, player_name)
@@ -176,35 +192,32 @@ class Narrator:
             player_name=player_name,
             config=self.config.prompting,
         )
-        link.send({"type": "session.debug_prompt", "session": job.session, "character": name,
-                   "sections": prompt.sections, "messages": prompt.messages})  # fmt: skip
+        link.send(SessionDebugPrompt(
+            session=job.session, character=name, sections=prompt.sections, messages=list(prompt.messages)
+        ))  # fmt: skip
         replies = [message["content"] for message in history if message["role"] == "assistant"]
         last_reply = replies[-1] if replies else ""
         context = ReplyContext(setting.world_words, last_reply=last_reply, player_name=player_name, player_line=said)
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
             shown = [self.creator_line(member, query, known, replies[-2:], player_name)]
-            link.send({"type": "session.character_line", "session": job.session, "character": name,
-                       "text": shown[0], "final": False})  # fmt: skip
+            link.send(SessionCharacterLine(session=job.session, character=name, text=shown[0], final=False))
         reply = " ".join(shown)
-        link.send({"type": "session.character_line", "session": job.session, "character": name, "text": "",
-                   "final": True})  # fmt: skip
-        link.send({
-            "type": "session.exchange", "session": job.session, "sequence": job.data["sequence"],
-            "character": member.id, "speaker": job.data["speaker"], "said": said, "reply": reply,
-            "memories": self.told_memories(said),
-        })  # fmt: skip
+        link.send(SessionCharacterLine(session=job.session, character=name, text="", final=True))
+        link.send(SessionExchange(
+            session=job.session, sequence=job.data["sequence"], character=member.id, speaker=job.data["speaker"],
+            said=said, reply=reply, memories=self.told_memories(said),
+        ))  # fmt: skip
         link.conversation_record(job.session, name, said, reply)
 
-    def told_memories(self, said: str) -> list[dict[str, Any]]:
+    def told_memories(self, said: str) -> list[ToldMemory]:
         """What the player's line gives the character to remember, as `session.exchange` carries it."""
         told = extract_memories(said, turn=0)
         vectors = self.embedder.embed([memory.text for memory in told])  # (M, D)
         return [
-            {"text": memory.text, "importance": memory.importance,
-             "embedding": base64.b64encode(vector.astype("<f4").tobytes()).decode()}
+            ToldMemory(text=memory.text, importance=memory.importance, embedding=vector.astype("<f4").tobytes())
             for memory, vector in zip(told, vectors, strict=True)
-        ]  # fmt: skip
+        ]
 
     def checked_reply(
         self, model: LanguageModel, prompt: CharacterPrompt, job: Job, link: PlatformLink, context: ReplyContext
@@ -263,8 +276,7 @@ class Narrator:
     @staticmethod
     def show(sentences: list[str], job: Job, link: PlatformLink, name: str) -> list[str]:
         for sentence in sentences:
-            link.send({"type": "session.character_line", "session": job.session, "character": name,
-                       "text": sentence, "final": False})  # fmt: skip
+            link.send(SessionCharacterLine(session=job.session, character=name, text=sentence, final=False))
         return sentences
 
     def creator_line(
@@ -345,8 +357,9 @@ class Narrator:
             choices, source = self.leading_where_authored(result, authored, job, link), result.source
             if all(choice["text"] == original["text"] for choice, original in zip(choices, authored, strict=True)):
                 source = "authored"
-        offer = {"type": "offer", "beat": job.data["beat"], "choices": choices, "source": source}
-        link.send({"type": "session.propose", "session": job.session, "input": offer})
+        offered = [OfferedChoice(text=choice["text"], to=choice["to"]) for choice in choices]
+        offer = Offer(beat=job.data["beat"], choices=offered, source=source)
+        link.send(SessionPropose(session=job.session, input=offer))
 
     def leading_where_authored(
         self, result: ChoiceResult, authored: list[dict[str, str]], job: Job, link: PlatformLink
@@ -374,21 +387,24 @@ class Narrator:
                 hook.branches, self.embedder, language_model=self.language_model, presentation=hook.presentation
             )
         decision = self._classifiers[key].classify(job.data["text"])
-        outcome: dict[str, Any] = {"type": "hook_outcome", "hook": hook.name, "branch": decision.branch,
-                                   "scores": decision.scores, "decided_by": decision.decided_by}  # fmt: skip
+        effects: dict[str, Any] | None = None
+        narration: str | None = None
         model = self.language_model
         if decision.branch is not None:
-            outcome["effects"] = hook.effects.get(decision.branch, {})
+            effects = hook.effects.get(decision.branch, {})
         elif hook.fallback_enabled and model is not None:
             messages = fallback_messages(
                 presentation=hook.presentation, guidance=hook.fallback_guidance, player_input=job.data["text"]
             )
-            narration = self.narration(model, messages, setting, link, job.session)
-            outcome["narration"] = narration or "Nothing comes of it."
+            narration = self.narration(model, messages, setting, link, job.session) or "Nothing comes of it."
         else:
-            link.send({"type": "session.narration", "session": job.session, "text": "Nothing comes of that."})
+            link.send(SessionNarration(session=job.session, text="Nothing comes of that."))
             return  # the hook keeps waiting for a response it knows
-        link.send({"type": "session.propose", "session": job.session, "input": outcome})
+        outcome = HookOutcome(
+            hook=hook.name, branch=decision.branch, scores=decision.scores, decided_by=decision.decided_by,
+            effects=effects, narration=narration,
+        )  # fmt: skip
+        link.send(SessionPropose(session=job.session, input=outcome))
 
     # The narrator
 
@@ -401,8 +417,8 @@ class Narrator:
             similarity = vectors[1:] @ vectors[0]  # (C,)
             best = int(similarity.argmax())
             if similarity[best] >= self.config.own_choice_similarity:
-                own = {"type": "own_choice", "beat": job.data["beat"], "index": best, "text": job.data["text"]}
-                link.send({"type": "session.propose", "session": job.session, "input": own})
+                own = OwnChoice(beat=job.data["beat"], index=best, text=job.data["text"])
+                link.send(SessionPropose(session=job.session, input=own))
                 return
         setting = job.setting
         model = self.language_model
@@ -415,7 +431,7 @@ class Narrator:
                 {"role": "user", "content": job.data["text"]},
             ]  # fmt: skip
             text = self.narration(model, messages, setting, link, job.session) or text
-        link.send({"type": "session.narration", "session": job.session, "text": text})
+        link.send(SessionNarration(session=job.session, text=text))
 
     def narration(
         self, model: LanguageModel, messages: list[Message], setting: Setting, link: PlatformLink, session: str
@@ -444,5 +460,5 @@ def allowed(text: str, setting: Setting, link: PlatformLink, session: str, speak
     """Whether the world's rating allows `text`; refused text is reported for the moderators."""
     terms = refused_terms(text, rating=setting.rating, terms=setting.terms)
     if terms:
-        link.send({"type": "session.blocked", "session": session, "character": speaker, "text": text, "terms": terms})
+        link.send(SessionBlocked(session=session, character=speaker, text=text, terms=terms))
     return not terms

@@ -9,31 +9,25 @@ well is offered as written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
 from typing import Any
 
+import msgspec
 
-@dataclass
-class StoryState:
+
+class StoryState(msgspec.Struct, kw_only=True):
+    """The story's state in a session; the snapshot and `session.applied` carry it as it is."""
+
     beat: str
-    flags: list[str] = field(default_factory=list)
-    revealed_clues: list[str] = field(default_factory=list)
+    flags: list[str] = []
+    revealed_clues: list[str] = []
     ended: bool = False
     # The choices on offer: [{"text", "to"}]; None until the beat's choices are written.
     offered: list[dict[str, str]] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        # Copies: a state changed later must not change what was reported of it.
-        offered = [dict(choice) for choice in self.offered] if self.offered is not None else None
-        return {"beat": self.beat, "flags": list(self.flags), "revealed_clues": list(self.revealed_clues),
-                "ended": self.ended, "offered": offered}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> StoryState:
-        offered = data.get("offered")
-        return cls(beat=data["beat"], flags=list(data.get("flags", [])),
-                   revealed_clues=list(data.get("revealed_clues", [])), ended=bool(data.get("ended")),
-                   offered=[dict(choice) for choice in offered] if offered is not None else None)  # fmt: skip
+    def copy(self) -> StoryState:
+        """A deep copy: a state changed later must not change what was reported of it."""
+        return copy.deepcopy(self)
 
 
 class StoryGraph:

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from inference.engine import RaycastEngine
 from inference.language.embedding import HashedWordsEmbedder
-from inference.play.host import CONVERSATION, HostConfig, SessionHost
+from inference.play.host import CONVERSATION, HostConfig
 from inference.tests.test_session_host import STORY
+from inference.tests.wire import WireHost
 from inference.world.state import from_snapshot
 
 SPEC = {"seed": 5, "size": 10}
@@ -43,9 +44,9 @@ inputs = st.one_of(
 scripts = st.lists(st.tuples(st.integers(0, 6), st.none() | inputs), max_size=12)
 
 
-def host(config: HostConfig | None = None) -> SessionHost:
+def host(config: HostConfig | None = None) -> WireHost:
     engines = {"raycaster": RaycastEngine(width=16, height=16)}
-    return SessionHost(engines, config or HostConfig(), embedder=HashedWordsEmbedder())
+    return WireHost(engines, config or HostConfig(), embedder=HashedWordsEmbedder())
 
 
 def open_message(kind: str, session: str = "s", **extra: Any) -> dict[str, Any]:
@@ -54,7 +55,7 @@ def open_message(kind: str, session: str = "s", **extra: Any) -> dict[str, Any]:
 
 def played(
     kind: str, script: list[tuple[int, dict[str, Any] | None]], snapshot_at: int | None
-) -> tuple[SessionHost, list[dict[str, Any]], dict[str, Any] | None]:
+) -> tuple[WireHost, list[dict[str, Any]], dict[str, Any] | None]:
     """Play `script` on a host as the platform would: every input logged with what the host reported for it."""
     session_host = host()
     session_host.open(open_message(kind))
@@ -63,7 +64,7 @@ def played(
     for step, (ticks, given_input) in enumerate(script):
         for _ in range(ticks):
             session_host.tick()
-        if step == snapshot_at and not session_host.sessions["s"].paused:
+        if step == snapshot_at and not session_host.sessions["s"].play.paused:
             # The worker snapshots right after a step (SessionHost.tick), when no world event waits.
             session_host.tick()
             snapshot = session_host.snapshot("s")
@@ -76,7 +77,7 @@ def played(
     return session_host, log, snapshot
 
 
-def opened_within(session_host: SessionHost, message: dict[str, Any], seconds: float) -> list[dict[str, Any]]:
+def opened_within(session_host: WireHost, message: dict[str, Any], seconds: float) -> list[dict[str, Any]]:
     """Open on a thread of its own and fail, rather than hang, when the open does not return in `seconds`."""
     outcome: list[list[dict[str, Any]]] = []
     opening = threading.Thread(target=lambda: outcome.append(session_host.open(message)), daemon=True)
@@ -112,12 +113,12 @@ def test_every_kind_of_session_reopens_from_any_log_within_the_bound_to_the_same
     replayed = [entry["tick"] for entry in log if entry["sequence"] > after]
     if kind != CONVERSATION and max(replayed, default=0) > target_tick:
         live.tick()  # the last input waits for the next step, which the replay takes
-    assert hosted.applied_sequence == playing.applied_sequence
-    assert hosted.narrative() == playing.narrative()
+    assert hosted.sequencer.applied == playing.sequencer.applied
+    assert hosted.play.narrative() == playing.play.narrative()
     if kind == CONVERSATION:
         # Without frames the replay goes as far as the log does, past the snapshot's tick.
         assert hosted.tick == max([snapshot["tick"] if snapshot else 0, *replayed])
-    elif frames_seen and not playing.paused:  # a paused world steps no more, a replay steps it to its last input
+    elif frames_seen and not playing.play.paused:  # a paused world steps no more, a replay steps it to its last input
         assert hosted.tick == playing.tick
         world = from_snapshot(hosted.engine.snapshot(hosted.engine_session))
         assert world == from_snapshot(playing.engine.snapshot(playing.engine_session))
@@ -172,7 +173,7 @@ class FailingEngine(RaycastEngine):
 
 
 def test_an_engine_that_fails_its_step_fails_only_the_sessions_it_steps() -> None:
-    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16), "broken": FailingEngine(16, 16)})
+    session_host = WireHost({"raycaster": RaycastEngine(width=16, height=16), "broken": FailingEngine(16, 16)})
     session_host.open(open_message("world", session="fine"))
     session_host.open(open_message("conversation", session="talk"))
     session_host.open(open_message("world", session="doomed") | {"engine": "broken"})

@@ -3,19 +3,20 @@ are offered, and what the model decided replays without asking it again."""
 
 from __future__ import annotations
 
-import base64
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from inference import protocol
 from inference.engine import RaycastEngine
 from inference.language.embedding import HashedWordsEmbedder
 from inference.language.local import LocalLanguageModel, LocalModelConfig
 from inference.language.tiny import write_tiny_model
-from inference.play.host import CONVERSATION, Job, SessionHost
+from inference.play.host import CONVERSATION, Job
 from inference.play.narrator import Narrator
+from inference.tests.wire import WireHost, wire
 
 SPEC = {"seed": 11, "size": 12}
 STORY = {
@@ -55,8 +56,8 @@ def narrative(**extra: Any) -> dict[str, Any]:
             "characters": [EVE], "hooks": [GUARD_HOOK], "safety": {"blocked": ["kill yourself"]}} | extra  # fmt: skip
 
 
-def host() -> SessionHost:
-    return SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=HashedWordsEmbedder())
+def host() -> WireHost:
+    return WireHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=HashedWordsEmbedder())
 
 
 def open_message(session: str = "s", **extra: Any) -> dict[str, Any]:
@@ -72,13 +73,17 @@ class RecordingLink:
         self.memories = memories or []
         self.recorded: list[tuple[str, str, str, str]] = []
 
-    def send(self, message: dict[str, Any]) -> None:
-        self.sent.append(message)
+    def send(self, message: protocol.WorkerToPlatform) -> None:
+        self.sent.append(wire(message))
 
-    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        vector = np.frombuffer(base64.b64decode(request["query"]), dtype="<f4")
+    def recall(
+        self, *, session: str, character: int | None, speaker: str | None, query: bytes, recent: list[str]
+    ) -> protocol.SessionRecalled | None:
+        vector = np.frombuffer(query, dtype="<f4")
         assert vector.shape == (384,)
-        return {"turn": 3, "memories": self.memories, "lore": ["The harbour closes at dusk."]}
+        return protocol.SessionRecalled(
+            session=session, request=1, turn=3, memories=self.memories, lore=["The harbour closes at dusk."]
+        )
 
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         self.recorded.append((session, character, said, reply))
@@ -92,7 +97,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> LocalLanguageModel:
     return LocalLanguageModel(LocalModelConfig(model_dir=write_tiny_model(tmp_path_factory.mktemp("tiny"))))
 
 
-def run_jobs(session_host: SessionHost, narrator: Narrator, link: RecordingLink) -> list[Job]:
+def run_jobs(session_host: WireHost, narrator: Narrator, link: RecordingLink) -> list[Job]:
     jobs = session_host.take_jobs()
     for job in jobs:
         narrator.run(job, link)
@@ -116,7 +121,7 @@ def test_a_keyword_fires_a_hook_and_the_branch_the_next_response_means_is_propos
     assert applied[0]["events"] == [{"kind": "night"}]
     assert applied[0]["story"]["beat"] == "ship" and applied[0]["story"]["flags"] == ["bribed"]
     assert {"type": "session.narration", "session": "s", "text": "He pockets the coins."} in applied
-    assert session_host.sessions["s"].active_hook is None
+    assert session_host.sessions["s"].play.active_hook is None
 
 
 def test_a_replay_restores_fired_hooks_and_branch_effects_without_the_model() -> None:
@@ -134,8 +139,8 @@ def test_a_replay_restores_fired_hooks_and_branch_effects_without_the_model() ->
         live.tick()
     reopened = host()
     reopened.open(open_message(story=STORY, replay=logged, target_tick=live.sessions["s"].tick))
-    assert reopened.sessions["s"].narrative() == live.sessions["s"].narrative()
-    assert reopened.sessions["s"].story_state.flags == ["fought"]
+    assert reopened.sessions["s"].play.narrative() == live.sessions["s"].play.narrative()
+    assert reopened.sessions["s"].play.story_state.flags == ["fought"]
     assert [job.kind for job in reopened.take_jobs()] == ["offer"]  # choices still unwritten; nothing else redone
 
 
@@ -147,7 +152,7 @@ def test_walking_into_an_area_fires_its_hook_once() -> None:
     assert {"type": "session.narration", "session": "s", "text": "An old well."} in due
     _, due = session_host.tick()
     assert not [message for message in due if message["type"] == "session.narration"]
-    assert session_host.sessions["s"].fired_hooks == ["the-well"]
+    assert session_host.sessions["s"].play.fired_hooks == ["the-well"]
 
 
 def test_speech_to_a_character_that_is_not_there_is_an_error() -> None:
@@ -179,7 +184,7 @@ def test_a_character_replies_in_streamed_sentences_and_sends_back_what_the_playe
     assert [memory["text"] for memory in exchange["memories"]] == ["I found a silver key."]
     assert link.recorded == [("s", "Eve", said, exchange["reply"])]
     session_host.conversation_record(*link.recorded[0])
-    assert session_host.sessions["s"].conversations["Eve"][0]["content"].startswith("I found")
+    assert session_host.sessions["s"].play.conversations["Eve"][0]["content"].startswith("I found")
 
 
 def test_refused_text_is_never_streamed_and_is_reported(tiny_model: LocalLanguageModel) -> None:
@@ -208,7 +213,7 @@ def test_a_conversation_needs_no_world_engine_and_keeps_its_talk_in_snapshots() 
     snapshot = session_host.snapshot("s")
     reopened = host()
     reopened.open(open_message(engine=CONVERSATION, spec={}, snapshot=snapshot))
-    assert reopened.sessions["s"].conversations == {"Eve": [{"role": "user", "content": "hello"},
+    assert reopened.sessions["s"].play.conversations == {"Eve": [{"role": "user", "content": "hello"},
                                                             {"role": "assistant", "content": "Welcome."}]}  # fmt: skip
 
 
@@ -295,7 +300,7 @@ def test_a_tiny_model_directory_is_a_valid_worker_language_model(tmp_path: Path)
 def test_words_typed_at_a_beat_that_read_as_an_offered_choice_take_it() -> None:
     from inference.language.embedding import default_embedder
 
-    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=default_embedder())
+    session_host = WireHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=default_embedder())
     session_host.open(open_message(story=STORY, narrative=narrative(hooks=[])))
     (offer_job,) = session_host.take_jobs()
     session_host.input("s", 1, {"type": "offer", "beat": "pier", "choices": offer_job.data["authored"]})

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from inference.engine import RaycastEngine
-from inference.play.host import HostConfig, SessionHost
+from inference.play.host import HostConfig
 from inference.play.prompts import events_from_prompt
+from inference.tests.wire import WireHost
 from inference.world.state import from_snapshot
 
 SPEC = {"seed": 11, "size": 12}
@@ -22,15 +23,15 @@ STORY = {
 }  # fmt: skip
 
 
-def host() -> SessionHost:
-    return SessionHost({"raycaster": RaycastEngine(width=32, height=32)})
+def host() -> WireHost:
+    return WireHost({"raycaster": RaycastEngine(width=32, height=32)})
 
 
 def open_message(session: str, **extra: Any) -> dict[str, Any]:
     return {"type": "session.open", "session": session, "engine": "raycaster", "spec": SPEC} | extra
 
 
-def world_state(session_host: SessionHost, session: str) -> Any:
+def world_state(session_host: WireHost, session: str) -> Any:
     hosted = session_host.sessions[session]
     return from_snapshot(hosted.engine.snapshot(hosted.engine_session))
 
@@ -102,7 +103,7 @@ def test_prompts_map_onto_the_events_vocabulary() -> None:
     assert events_from_prompt("tell me about the crystals") == []
 
 
-def offer_written(session_host: SessionHost, sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def offer_written(session_host: WireHost, sequence: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """What the narrator does without a model: propose the beat's authored choices; returns the input and what
     the host answered to it (the platform logs the proposal and sends it back as the next input)."""
     (job,) = [job for job in session_host.take_jobs() if job.kind == "offer"]
@@ -136,7 +137,7 @@ def test_an_offer_for_a_beat_the_story_has_left_changes_nothing() -> None:
     assert session_host.input("s", 3, stale) == [
         {"type": "session.applied", "session": "s", "sequence": 3, "tick": 1, "events": []}
     ]
-    assert session_host.sessions["s"].story_state.beat == "right"
+    assert session_host.sessions["s"].play.story_state.beat == "right"
 
 
 def test_a_paused_session_does_not_step() -> None:
@@ -171,7 +172,7 @@ def test_a_live_participant_walks_an_avatar_and_a_replay_restores_it() -> None:
 
 
 def test_in_a_live_world_the_majority_vote_moves_the_story_when_the_vote_closes() -> None:
-    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
+    session_host = WireHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
     session_host.open(open_message("s", story=STORY, live=True))
     offer, offered = offer_written(session_host, 1)
     logged = [{"sequence": 1, "input": offer, "tick": offered[0]["tick"], "events": [], "story": offered[0]["story"]}]
@@ -186,10 +187,10 @@ def test_in_a_live_world_the_majority_vote_moves_the_story_when_the_vote_closes(
     for _ in range(6):
         outcomes += session_host.tick()[1]
     assert {"type": "session.narration", "session": "s", "text": "The vote chose: Right"} in outcomes
-    assert session_host.sessions["s"].story_state.beat == "right"
-    reopened = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
+    assert session_host.sessions["s"].play.story_state.beat == "right"
+    reopened = WireHost({"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(vote_window_ticks=5))
     reopened.open(open_message("s", story=STORY, live=True, replay=logged, target_tick=6))
-    assert reopened.sessions["s"].story_state.beat == "right"
+    assert reopened.sessions["s"].play.story_state.beat == "right"
 
 
 def test_a_single_players_input_brings_the_tick_forward_and_a_live_worlds_keeps_its_rate() -> None:
@@ -205,7 +206,7 @@ def key(name: str) -> dict[str, Any]:
     return {"type": "key_down", "key": name}
 
 
-def missing_asked(session_host: SessionHost, ticks: int) -> list[dict[str, Any]]:
+def missing_asked(session_host: WireHost, ticks: int) -> list[dict[str, Any]]:
     """The session.missing messages the next `ticks` ticks send."""
     due = [message for _ in range(ticks) for message in session_host.tick()[1]]
     return [message for message in due if message["type"] == "session.missing"]
@@ -217,11 +218,11 @@ def test_an_overtaken_input_fills_the_gap_it_left_and_nothing_is_asked() -> None
     assert session_host.input_forwarded("s", 1, key("KeyW"))[0]["type"] == "session.applied"
     assert session_host.input_forwarded("s", 3, key("KeyA")) == []  # waits for 2
     assert session_host.input_forwarded("s", 4, key("KeyD")) == []
-    assert session_host.sessions["s"].held_keys == {"KeyW"}
+    assert session_host.sessions["s"].play.held_keys == {"KeyW"}
     assert missing_asked(session_host, 1) == []  # a moment: 2 was overtaken, and comes now
     applied = [reply["sequence"] for reply in session_host.input_forwarded("s", 2, key("KeyS"))]
     assert applied == [2, 3, 4]
-    assert session_host.sessions["s"].held_keys == {"KeyW", "KeyS", "KeyA", "KeyD"}
+    assert session_host.sessions["s"].play.held_keys == {"KeyW", "KeyS", "KeyA", "KeyD"}
     assert missing_asked(session_host, 30) == []
 
 
@@ -234,12 +235,12 @@ def test_inputs_that_came_early_apply_after_the_reopen_fills_the_gap_from_the_lo
     for sequence, given in ((2, key("KeyS")), (4, key("KeyD"))):
         session_host.input("s", sequence, given)
     assert session_host.early_inputs_apply("s") == []  # 4 came in the log; 3 was never logged
-    assert session_host.sessions["s"].applied_sequence == 4
+    assert session_host.sessions["s"].sequencer.applied == 4
     assert session_host.input_forwarded("s", 5, key("KeyA"))[0]["sequence"] == 5
 
 
 def test_a_lost_input_is_asked_for_two_ticks_on_and_again_while_no_reopen_comes() -> None:
-    session_host = SessionHost(
+    session_host = WireHost(
         {"raycaster": RaycastEngine(width=16, height=16)}, HostConfig(missing_wait_ticks=2, missing_ask_again_ticks=3)
     )
     session_host.open(open_message("s"))
@@ -251,7 +252,7 @@ def test_a_lost_input_is_asked_for_two_ticks_on_and_again_while_no_reopen_comes(
     assert len(missing_asked(session_host, 1)) == 1
     assert len(missing_asked(session_host, 3)) == 1
     session_host.input_forwarded("s", 1, key("KeyS"))
-    assert session_host.sessions["s"].applied_sequence == 2
+    assert session_host.sessions["s"].sequencer.applied == 2
     assert missing_asked(session_host, 6) == []
 
 
@@ -275,7 +276,7 @@ def hooked_open(session: str, **extra: Any) -> dict[str, Any]:
     return open_message(session, story=STORY, narrative=narrative) | extra
 
 
-def applied_and_logged(session_host: SessionHost, logged: list[dict[str, Any]], given: dict[str, Any]) -> None:
+def applied_and_logged(session_host: WireHost, logged: list[dict[str, Any]], given: dict[str, Any]) -> None:
     sequence = len(logged) + 1
     applied = session_host.input("s", sequence, given)[0]
     logged.append({"sequence": sequence, "input": given, "tick": applied["tick"], "events": applied["events"],
@@ -298,23 +299,23 @@ def test_the_line_that_fires_a_hook_presents_it_and_the_next_line_is_its_respons
 def test_a_choice_disarms_the_waiting_hook_and_later_words_are_world_prompts_again_after_a_replay_too() -> None:
     live = host()
     live.open(hooked_open("s"))
-    assert live.sessions["s"].active_hook == "the-gate"
+    assert live.sessions["s"].play.active_hook == "the-gate"
     logged: list[dict[str, Any]] = []
     offer, _ = offer_written(live, 1)
     logged.append({"sequence": 1, "input": offer, "tick": 1, "events": [],
-                   "story": live.sessions["s"].story_state.to_dict(), "hooks": []})  # fmt: skip
+                   "story": live.sessions["s"].play.story_state.copy(), "hooks": []})  # fmt: skip
     applied_and_logged(live, logged, {"type": "choice", "index": 0})
-    assert live.sessions["s"].active_hook is None
+    assert live.sessions["s"].play.active_hook is None
     applied_and_logged(live, logged, {"type": "prompt", "text": "make it night"})
     assert logged[-1]["events"] == [{"kind": "night"}]
     live.take_jobs()
     # The outcome of the gate, classified while the player clicked on, comes too late and changes nothing.
     stale = {"type": "hook_outcome", "hook": "the-gate", "branch": "push", "effects": {"set_flags": ["pushed"]}}
     applied_and_logged(live, logged, stale)
-    assert live.sessions["s"].story_state.flags == []
+    assert live.sessions["s"].play.story_state.flags == []
     reopened = host()
     reopened.open(hooked_open("s", replay=logged, target_tick=live.sessions["s"].tick))
-    assert reopened.sessions["s"].narrative() == live.sessions["s"].narrative()
+    assert reopened.sessions["s"].play.narrative() == live.sessions["s"].play.narrative()
 
 
 def test_a_hook_the_new_beat_fires_waits_for_its_response_after_a_replay_too() -> None:
@@ -326,10 +327,10 @@ def test_a_hook_the_new_beat_fires_waits_for_its_response_after_a_replay_too() -
     applied_and_logged(live, logged, {"type": "prompt", "text": "a door"})  # the door waits at the hall
     offer, _ = offer_written(live, 2)
     logged.append({"sequence": 2, "input": offer, "tick": live.sessions["s"].tick, "events": [],
-                   "story": live.sessions["s"].story_state.to_dict(), "hooks": []})  # fmt: skip
+                   "story": live.sessions["s"].play.story_state.copy(), "hooks": []})  # fmt: skip
     applied_and_logged(live, logged, {"type": "choice", "index": 0})
     assert logged[-1]["hooks"] == ["the-gate"]
-    assert live.sessions["s"].active_hook == "the-gate"
+    assert live.sessions["s"].play.active_hook == "the-gate"
     reopened = host()
     reopened.open(hooked_open("s", narrative=narrative, replay=logged, target_tick=live.sessions["s"].tick))
-    assert reopened.sessions["s"].narrative() == live.sessions["s"].narrative()
+    assert reopened.sessions["s"].play.narrative() == live.sessions["s"].play.narrative()

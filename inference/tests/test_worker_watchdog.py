@@ -23,7 +23,7 @@ class FakePlatform:
     """The platform's side of /ws/workers/: welcomes every worker, opens one conversation, keeps what it hears."""
 
     def __init__(self) -> None:
-        self.received: list[tuple[float, dict[str, Any]]] = []
+        self.received: list[tuple[float, protocol.WorkerToPlatform]] = []
         self.server: Server = serve(self.handler, "127.0.0.1", 0)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -32,21 +32,21 @@ class FakePlatform:
         return f"ws://127.0.0.1:{self.server.socket.getsockname()[1]}/ws/workers/"
 
     def handler(self, connection: ServerConnection) -> None:
-        connection.send(protocol.encode(protocol.welcome_message(worker="test", heartbeat_seconds=1)))
+        connection.send(protocol.encode(protocol.PlatformWelcome(worker="test", heartbeat_seconds=1)))
         for text in connection:
             if not isinstance(text, str):
                 continue  # a frame
-            message = protocol.decode(text)
+            message = protocol.decode_from_worker(text)
             self.received.append((time.monotonic(), message))
-            if message["type"] == "worker.hello":
-                opening = {"type": "session.open", "session": SESSION, "engine": CONVERSATION, "spec": {}}
+            if isinstance(message, protocol.WorkerHello):
+                opening = protocol.SessionOpen(session=SESSION, engine=CONVERSATION, spec={})
                 connection.send(protocol.encode(opening))
 
     def times_of(self, kind: str) -> list[float]:
-        return [at for at, message in self.received if message["type"] == kind]
+        return [at for at, message in self.received if protocol.type_of(message) == kind]
 
-    def messages_of(self, kind: str) -> list[dict[str, Any]]:
-        return [message for _, message in self.received if message["type"] == kind]
+    def messages_of(self, kind: str) -> list[protocol.WorkerToPlatform]:
+        return [message for _, message in self.received if protocol.type_of(message) == kind]
 
 
 @pytest.fixture
@@ -99,7 +99,8 @@ def test_a_worker_whose_engine_thread_is_stuck_stops_beating_tells_the_player_an
     # No heartbeat claims health once the engine thread is past its budget.
     assert all(at < stuck_at + ENGINE_STUCK_SECONDS + 0.2 for at in platform.times_of("worker.heartbeat"))
     (told,) = platform.messages_of("session.error")
-    assert told["session"] == SESSION and "stopped its worker" in told["error"]
+    assert isinstance(told, protocol.SessionError)
+    assert told.session == SESSION and "stopped its worker" in told.error
 
 
 @pytest.mark.timeout(30)
@@ -115,7 +116,7 @@ def test_the_in_process_worker_of_serve_is_started_afresh_when_its_engine_thread
         assert background.restarts == 1
         assert len(platform.messages_of("worker.hello")) == 2
         # The fresh worker opened the session the stuck one could not, and beats again.
-        assert platform.messages_of("session.opened")[0]["session"] == SESSION
+        assert platform.messages_of("session.opened")[0] == protocol.SessionOpened(session=SESSION, tick=0)
         beats_before = len(platform.times_of("worker.heartbeat"))
         time.sleep(1.5)
         assert len(platform.times_of("worker.heartbeat")) > beats_before
@@ -138,13 +139,13 @@ def test_a_message_that_fails_fails_its_own_session_and_the_others_go_on(
     inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
     host = inference_worker.host
     for session in ("broken", "fine"):
-        host.open({"type": "session.open", "session": session, "engine": "raycaster", "spec": {"seed": 1, "size": 8}})
+        host.open(protocol.SessionOpen(session=session, engine="raycaster", spec={"seed": 1, "size": 8}))
     key = {"type": "key_down", "key": "KeyW"}
-    (failed,) = inference_worker.handle({"type": "session.input", "session": "broken", "sequence": 1, "input": key})
-    assert failed["type"] == "session.error" and "open it again" in failed["error"]
+    (failed,) = inference_worker.handle(protocol.SessionInput(session="broken", sequence=1, input=key))
+    assert isinstance(failed, protocol.SessionError) and "open it again" in failed.error
     assert sorted(host.sessions) == ["fine"]
-    applied = inference_worker.handle({"type": "session.input", "session": "fine", "sequence": 1, "input": key})
-    assert applied[0]["type"] == "session.applied"
-    (closed,) = inference_worker.handle({"type": "session.input", "session": "broken", "sequence": 2, "input": key})
-    assert closed["type"] == "session.error" and "not running" in closed["error"]
+    applied = inference_worker.handle(protocol.SessionInput(session="fine", sequence=1, input=key))
+    assert isinstance(applied[0], protocol.SessionApplied)
+    (closed,) = inference_worker.handle(protocol.SessionInput(session="broken", sequence=2, input=key))
+    assert isinstance(closed, protocol.SessionError) and "not running" in closed.error
     inference_worker.threads_stop()

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from inference.controls import KEYS
 from inference.world.events import AVATAR_DEFAULT_COLOR, OBJECT_DEFAULT_COLORS, Color, WorldEvent, parse_event
 from inference.world.spec import WorldSpec
 
@@ -76,15 +77,13 @@ class Action(enum.IntFlag):
     TURN_RIGHT = 32  # arrow right
 
 
-# Browser `KeyboardEvent.code` names, the same whatever the keyboard layout.
-KEY_ACTIONS: dict[str, Action] = {
-    "KeyW": Action.FORWARD,
-    "KeyS": Action.BACK,
-    "KeyA": Action.STRAFE_LEFT,
-    "KeyD": Action.STRAFE_RIGHT,
-    "ArrowLeft": Action.TURN_LEFT,
-    "ArrowRight": Action.TURN_RIGHT,
-}
+KEY_ACTIONS: dict[str, Action] = dict(
+    zip(
+        KEYS,
+        (Action.FORWARD, Action.STRAFE_LEFT, Action.BACK, Action.STRAFE_RIGHT, Action.TURN_LEFT, Action.TURN_RIGHT),
+        strict=True,
+    )
+)
 
 
 def action_from_keys(held: Iterable[str]) -> Action:
