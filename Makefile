@@ -39,6 +39,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	PYTHONPATH=.:platform $(BIN)/lint-imports
+	$(BIN)/mypy
 
 fix: $(STAMP)
 	$(BIN)/ruff check --fix .

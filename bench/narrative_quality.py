@@ -28,7 +28,6 @@ beats; hooks and world prompts always run whole.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from inference.narrative.setting import Setting
 from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.host import Job
 from inference.play.narrator import Narrator
+from inference.protocol import SessionCharacterLine, SessionExchange, SessionRecalled, ToldMemory, WorkerToPlatform
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "narrative"
 DEMO = Path(__file__).resolve().parents[1] / "worlds" / "demo_content"
@@ -93,37 +93,43 @@ class RememberingLink:
         self.lines: list[str] = []
         self.first_line_at: float | None = None
 
-    def send(self, message: Message | dict[str, Any]) -> None:
-        if message["type"] == "session.character_line" and message["text"]:
-            self.lines.append(str(message["text"]))
+    def send(self, message: WorkerToPlatform) -> None:
+        if isinstance(message, SessionCharacterLine) and message.text:
+            self.lines.append(message.text)
             if self.first_line_at is None:
                 self.first_line_at = time.perf_counter()
-        if message["type"] == "session.exchange":
-            self.turns += 1
-            for told in message["memories"]:
-                vector = np.frombuffer(base64.b64decode(told["embedding"]), dtype="<f4")
-                self.remember(Memory(told["text"], float(told["importance"]), self.turns), vector)
-            config = ConsolidationConfig()
-            if consolidation_due(self.turns, self.last_consolidated, config):
-                summary = consolidate(self.memories, self.last_consolidated, self.turns, config)
-                self.last_consolidated = self.turns
-                if summary is not None:
-                    self.remember(summary, self.embedder.embed([summary.text])[0])
+        if isinstance(message, SessionExchange):
+            self.turn_remember(message.memories)
+
+    def turn_remember(self, told_memories: list[ToldMemory]) -> None:
+        """A turn over, with what the player told the character in it; consolidated every so many turns."""
+        self.turns += 1
+        for told in told_memories:
+            vector = np.frombuffer(told.embedding, dtype="<f4")
+            self.remember(Memory(told.text, told.importance, self.turns), vector)
+        config = ConsolidationConfig()
+        if consolidation_due(self.turns, self.last_consolidated, config):
+            summary = consolidate(self.memories, self.last_consolidated, self.turns, config)
+            self.last_consolidated = self.turns
+            if summary is not None:
+                self.remember(summary, self.embedder.embed([summary.text])[0])
 
     def remember(self, memory: Memory, vector: np.ndarray) -> None:
         self.memories.append(memory)
         self.embeddings.append(vector)
 
-    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    def recall(
+        self, *, session: str, character: int | None, speaker: str | None, query: bytes, recent: list[str]
+    ) -> SessionRecalled:
         from play.selectors import lore_in_document
 
-        lore = lore_in_document(document=self.document, character_name=self.character, recent=request["recent"])
-        if not self.memories:
-            return {"memories": [], "lore": lore}
-        query = np.frombuffer(base64.b64decode(request["query"]), dtype="<f4")
-        arrays = MemoryArrays.build(self.memories, np.stack(self.embeddings))
-        chosen = retrieve(arrays, query, self.turns, RetrievalConfig())
-        return {"memories": [self.memories[index].text for index in chosen], "lore": lore}
+        lore = lore_in_document(document=self.document, character_name=self.character, recent=recent)
+        chosen: list[int] = []
+        if self.memories:
+            arrays = MemoryArrays.build(self.memories, np.stack(self.embeddings))
+            chosen = retrieve(arrays, np.frombuffer(query, dtype="<f4"), self.turns, RetrievalConfig())
+        memories = [self.memories[index].text for index in chosen]
+        return SessionRecalled(session=session, request=1, turn=self.turns, memories=memories, lore=lore)
 
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         pass
@@ -193,7 +199,7 @@ class Conversation:
 
     def tell(self, text: str) -> None:
         """A line the player says that only matters for memory: it is remembered without a reply."""
-        self.link.send({"type": "session.exchange", "memories": self.narrator.told_memories(text)})
+        self.link.turn_remember(self.narrator.told_memories(text))
 
 
 def contains_all(reply: str, words: list[str]) -> bool:

@@ -39,7 +39,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,6 +47,14 @@ from bench import Skipped
 from bench.gallery_speed import django_ready
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import EMBEDDING_DIMENSIONS
+from inference.protocol import (
+    Offer,
+    SessionCharacterLine,
+    SessionOpen,
+    SessionPropose,
+    SessionRecalled,
+    WorkerToPlatform,
+)
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -124,16 +132,17 @@ class RecordingLink:
         self.lore = lore
         self.first_line_at: float | None = None
         self.offer_at: float | None = None
-        self.offered: dict[str, Any] | None = None
 
-    def send(self, message: dict[str, Any]) -> None:
-        if message["type"] == "session.character_line" and message["text"] and self.first_line_at is None:
+    def send(self, message: WorkerToPlatform) -> None:
+        if isinstance(message, SessionCharacterLine) and message.text and self.first_line_at is None:
             self.first_line_at = time.perf_counter()
-        if message["type"] == "session.propose" and message["input"]["type"] == "offer":
-            self.offer_at, self.offered = time.perf_counter(), message["input"]
+        if isinstance(message, SessionPropose) and isinstance(message.input, Offer):
+            self.offer_at = time.perf_counter()
 
-    def recall(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        return {"turn": 3, "memories": EVE_MEMORIES, "lore": self.lore}
+    def recall(
+        self, *, session: str, character: int | None, speaker: str | None, query: bytes, recent: list[str]
+    ) -> SessionRecalled:
+        return SessionRecalled(session=session, request=1, turn=3, memories=EVE_MEMORIES, lore=self.lore)
 
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         pass
@@ -167,8 +176,15 @@ def play_figures(replies: int, offers: int) -> dict[str, float]:
 
     def opened(session: str) -> SessionHost:
         host = SessionHost({"raycaster": RaycastEngine(width=64, height=48)}, embedder=embedder)
-        host.open({"type": "session.open", "session": session, "engine": "raycaster", "narrative": narrative,
-                   "spec": world["engine_parameters"], "story": document["stories"][0]})  # fmt: skip
+        host.open(
+            SessionOpen(
+                session=session,
+                engine="raycaster",
+                spec=world["engine_parameters"],
+                story=document["stories"][0],
+                narrative=narrative,
+            )
+        )
         return host
 
     narrator = Narrator(embedder, lambda: model)

@@ -25,6 +25,7 @@ Every message is a `Struct` below, tagged on `type`; both sides build them and r
 from __future__ import annotations
 
 import json
+import re
 import struct
 import uuid
 from typing import Annotated, Any
@@ -133,7 +134,7 @@ class Proposal(msgspec.Struct, tag_field="type", frozen=True, kw_only=True):
     """What narrative work decided, proposed as the session's next input (the platform logs it, then forwards it)."""
 
 
-class Offer(Proposal, tag="offer", kw_only=True):
+class Offer(Proposal, tag="offer", kw_only=True, frozen=True):
     """The choices written for a beat."""
 
     beat: Name
@@ -141,7 +142,7 @@ class Offer(Proposal, tag="offer", kw_only=True):
     source: Name  # "authored" or how they were generated
 
 
-class HookOutcome(Proposal, tag="hook_outcome", kw_only=True, omit_defaults=True):
+class HookOutcome(Proposal, tag="hook_outcome", kw_only=True, omit_defaults=True, frozen=True):
     """The branch a response to a hook was classified into (`effects`), or the narrator's line when none fit."""
 
     hook: Name
@@ -152,7 +153,7 @@ class HookOutcome(Proposal, tag="hook_outcome", kw_only=True, omit_defaults=True
     narration: Text | None = None
 
 
-class OwnChoice(Proposal, tag="own_choice", kw_only=True):
+class OwnChoice(Proposal, tag="own_choice", kw_only=True, frozen=True):
     """Words a player typed that mean one of the offered choices."""
 
     beat: Name
@@ -163,20 +164,20 @@ class OwnChoice(Proposal, tag="own_choice", kw_only=True):
 # Platform → worker
 
 
-class PlatformWelcome(Message, tag="platform.welcome", kw_only=True):
+class PlatformWelcome(Message, tag="platform.welcome", kw_only=True, frozen=True):
     protocol: int = PROTOCOL_VERSION
     worker: Name
     heartbeat_seconds: Annotated[float, msgspec.Meta(gt=0)]
 
 
-class PlatformError(Message, tag="error", kw_only=True, omit_defaults=True):
+class PlatformError(Message, tag="error", kw_only=True, omit_defaults=True, frozen=True):
     """The platform refused a message; `received_type` names it when it was known."""
 
     error: Text
     received_type: str | None = None
 
 
-class SessionOpen(Message, tag="session.open", kw_only=True):
+class SessionOpen(Message, tag="session.open", kw_only=True, frozen=True):
     """Open (or reopen after a failover) a session: replay `replay` to `target_tick`, then apply `pending`."""
 
     session: SessionId
@@ -192,23 +193,23 @@ class SessionOpen(Message, tag="session.open", kw_only=True):
     narrative: dict[str, Any] | None = None
 
 
-class SessionInput(Message, tag="session.input", kw_only=True):
+class SessionInput(Message, tag="session.input", kw_only=True, frozen=True):
     session: SessionId
     sequence: Sequence
     input: PlayerInput
 
 
-class SessionClose(Message, tag="session.close", kw_only=True):
+class SessionClose(Message, tag="session.close", kw_only=True, frozen=True):
     session: SessionId
 
 
-class SessionRefresh(Message, tag="session.refresh", kw_only=True):
+class SessionRefresh(Message, tag="session.refresh", kw_only=True, frozen=True):
     """A browser arrived: send where the story stands again."""
 
     session: SessionId
 
 
-class SessionRecalled(Message, tag="session.recalled", kw_only=True):
+class SessionRecalled(Message, tag="session.recalled", kw_only=True, frozen=True):
     """The answer to `session.recall`: texts for a character's prompt."""
 
     session: SessionId
@@ -221,7 +222,7 @@ class SessionRecalled(Message, tag="session.recalled", kw_only=True):
 # Worker → platform
 
 
-class WorkerHello(Message, tag="worker.hello", kw_only=True):
+class WorkerHello(Message, tag="worker.hello", kw_only=True, frozen=True):
     protocol: int = PROTOCOL_VERSION
     engines: list[Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME_LENGTH)]]
     slots: Slots
@@ -235,16 +236,16 @@ class WorkerHello(Message, tag="worker.hello", kw_only=True):
             raise ValueError("'free_slots' cannot exceed 'slots'")
 
 
-class WorkerHeartbeat(Message, tag="worker.heartbeat", kw_only=True):
+class WorkerHeartbeat(Message, tag="worker.heartbeat", kw_only=True, frozen=True):
     free_slots: Slots
 
 
-class SessionOpened(Message, tag="session.opened", kw_only=True):
+class SessionOpened(Message, tag="session.opened", kw_only=True, frozen=True):
     session: SessionId
     tick: Tick
 
 
-class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults=True):
+class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults=True, frozen=True):
     """An input applied at `tick`: the world events it became, the story after it and the hooks it fired, when
     it changed them; the platform logs them, and a reopen replays them."""
 
@@ -256,14 +257,14 @@ class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults
     hooks: list[str] = []
 
 
-class SessionMissing(Message, tag="session.missing", kw_only=True):
+class SessionMissing(Message, tag="session.missing", kw_only=True, frozen=True):
     """Reopen the session with the logged inputs after `after`, the last one applied."""
 
     session: SessionId
     after: Sequence
 
 
-class SessionSnapshot(Message, tag="session.snapshot", kw_only=True):
+class SessionSnapshot(Message, tag="session.snapshot", kw_only=True, frozen=True):
     session: SessionId
     tick: Tick
     sequence: Sequence
@@ -271,12 +272,12 @@ class SessionSnapshot(Message, tag="session.snapshot", kw_only=True):
     narrative: NarrativeState
 
 
-class SessionNarration(Message, tag="session.narration", kw_only=True):
+class SessionNarration(Message, tag="session.narration", kw_only=True, frozen=True):
     session: SessionId
     text: Text
 
 
-class SessionChoices(Message, tag="session.choices", kw_only=True):
+class SessionChoices(Message, tag="session.choices", kw_only=True, frozen=True):
     """The choices on offer at `beat` (none while they are being written)."""
 
     session: SessionId
@@ -285,7 +286,7 @@ class SessionChoices(Message, tag="session.choices", kw_only=True):
     ended: bool
 
 
-class SessionError(Message, tag="session.error", kw_only=True, omit_defaults=True):
+class SessionError(Message, tag="session.error", kw_only=True, omit_defaults=True, frozen=True):
     """A session's error, relayed to its browsers (with the input's `sequence` when an input caused it)."""
 
     session: SessionId | None
@@ -293,13 +294,13 @@ class SessionError(Message, tag="session.error", kw_only=True, omit_defaults=Tru
     sequence: Sequence | None = None
 
 
-class SessionVotes(Message, tag="session.votes", kw_only=True):
+class SessionVotes(Message, tag="session.votes", kw_only=True, frozen=True):
     session: SessionId
     tally: list[int]
     closes_at_tick: Tick
 
 
-class SessionCharacterLine(Message, tag="session.character_line", kw_only=True):
+class SessionCharacterLine(Message, tag="session.character_line", kw_only=True, frozen=True):
     """A reply, streamed a sentence at a time, then an empty `final` line."""
 
     session: SessionId
@@ -308,7 +309,7 @@ class SessionCharacterLine(Message, tag="session.character_line", kw_only=True):
     final: bool
 
 
-class SessionDebugPrompt(Message, tag="session.debug_prompt", kw_only=True):
+class SessionDebugPrompt(Message, tag="session.debug_prompt", kw_only=True, frozen=True):
     """The prompt a reply was written from, relayed to the world's creator only."""
 
     session: SessionId
@@ -317,7 +318,7 @@ class SessionDebugPrompt(Message, tag="session.debug_prompt", kw_only=True):
     messages: list[dict[str, Annotated[str, msgspec.Meta(max_length=MAX_PROMPT_LENGTH)]]]
 
 
-class SessionRecall(Message, tag="session.recall", kw_only=True):
+class SessionRecall(Message, tag="session.recall", kw_only=True, frozen=True):
     """Ask for a character's memories of `speaker` (None: the owner) nearest `query`, an embedding."""
 
     request: RequestNumber
@@ -328,7 +329,7 @@ class SessionRecall(Message, tag="session.recall", kw_only=True):
     recent: list[Text]
 
 
-class SessionExchange(Message, tag="session.exchange", kw_only=True):
+class SessionExchange(Message, tag="session.exchange", kw_only=True, frozen=True):
     """A finished exchange with a character, and what the player told it to remember."""
 
     session: SessionId
@@ -340,12 +341,12 @@ class SessionExchange(Message, tag="session.exchange", kw_only=True):
     memories: list[ToldMemory]
 
 
-class SessionPropose(Message, tag="session.propose", kw_only=True):
+class SessionPropose(Message, tag="session.propose", kw_only=True, frozen=True):
     session: SessionId
     input: Offer | HookOutcome | OwnChoice
 
 
-class SessionBlocked(Message, tag="session.blocked", kw_only=True):
+class SessionBlocked(Message, tag="session.blocked", kw_only=True, frozen=True):
     """Generated text the safety filter refused, for the moderators."""
 
     session: SessionId
@@ -384,8 +385,8 @@ def type_of(message: Message) -> str:
     return str(message.__struct_config__.tag)
 
 
-def encode(message: Message | dict[str, Any]) -> str:
-    """The message as compact JSON (a dict still built by the platform's side is encoded alike)."""
+def encode(message: Message) -> str:
+    """The message as compact JSON."""
     return msgspec.json.encode(message).decode()
 
 
@@ -404,8 +405,13 @@ def _decoded(decoder: msgspec.json.Decoder[Any], text: str | bytes | None) -> An
         raise ProtocolError("binary messages other than frames are not part of the worker protocol")
     try:
         return decoder.decode(text)
-    except msgspec.DecodeError as error:  # ValidationError too: its text names the field and what it expected
-        raise ProtocolError(f"message refused: {error}") from None
+    except msgspec.ValidationError as error:  # its text names the field and what it expected
+        unknown = re.fullmatch(r"Invalid value (.*) - at `\$\.type`", str(error))
+        raise ProtocolError(
+            f"unknown message type {unknown.group(1)}" if unknown else f"message refused: {error}"
+        ) from None
+    except msgspec.DecodeError as error:
+        raise ProtocolError(f"message is not valid JSON ({error})") from None
 
 
 def frame_encode(*, session: str, number: int, sequence: int, jpeg: bytes) -> bytes:
@@ -420,77 +426,11 @@ def frame_decode(data: bytes) -> tuple[str, int, int, bytes]:
     return str(uuid.UUID(bytes=session)), number, sequence, data[WORKER_FRAME_HEADER.size :]
 
 
-# The dict-based helpers below remain for the platform side (platform/workers/consumers.py and the play app's
-# services and selectors) until it decodes the typed messages above; the worker uses none of them, and they go
-# once the platform does not either.
-
-# Messages a worker sends about a session, relayed to the session's browsers or recorded by the platform.
-SESSION_MESSAGE_TYPES = tuple(
-    message.__struct_config__.tag
-    for message in WorkerToPlatform.__args__
-    if str(message.__struct_config__.tag).startswith("session.")
-)
-
-
-def decode(text: str | None) -> dict[str, Any]:
-    """A message's JSON object with a string `type`, or ProtocolError."""
-    if text is None:
-        raise ProtocolError("binary messages are not part of the worker protocol")
+def type_named(text: str | bytes | None) -> str | None:
+    """The `type` a refused message claimed, when it was a JSON object with one: a refusal names it."""
     try:
-        message = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ProtocolError(f"message is not valid JSON ({error.msg} at position {error.pos})") from None
-    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
-        raise ProtocolError("message must be a JSON object with a string 'type'")
-    return message
-
-
-def hello_message(*, engines: list[str], slots: int, free_slots: int, device: str) -> dict[str, Any]:
-    return msgspec.to_builtins(WorkerHello(engines=engines, slots=slots, free_slots=free_slots, device=device))
-
-
-def heartbeat_message(*, free_slots: int) -> dict[str, Any]:
-    return msgspec.to_builtins(WorkerHeartbeat(free_slots=free_slots))
-
-
-def welcome_message(*, worker: str, heartbeat_seconds: int) -> dict[str, Any]:
-    return msgspec.to_builtins(PlatformWelcome(worker=worker, heartbeat_seconds=heartbeat_seconds))
-
-
-def error_message(*, error: str, received_type: str | None = None) -> dict[str, Any]:
-    return msgspec.to_builtins(PlatformError(error=error, received_type=received_type))
-
-
-def session_error_message(*, session: str | None, error: str, sequence: int | None = None) -> dict[str, Any]:
-    return msgspec.to_builtins(SessionError(session=session, error=error, sequence=sequence))
-
-
-def parse_hello(message: dict[str, Any]) -> WorkerHello:
-    return _converted(message, WorkerHello)
-
-
-def parse_heartbeat(message: dict[str, Any]) -> WorkerHeartbeat:
-    return _converted(message, WorkerHeartbeat)
-
-
-def _converted(message: dict[str, Any], kind: type[Message]) -> Any:
-    try:
-        return msgspec.convert(message, kind)
-    except msgspec.ValidationError as error:
-        raise ProtocolError(f"message refused: {error}") from None
-
-
-def parse_session_message(message: dict[str, Any]) -> str:
-    """The session id a worker's session message is about, after checking the message's type and id."""
-    if message["type"] not in SESSION_MESSAGE_TYPES:
-        raise ProtocolError(f"unknown message type {message['type']!r}")
-    try:
-        return str(uuid.UUID(str(message.get("session"))))
-    except ValueError:
-        raise ProtocolError("'session' must be a session id") from None
-
-
-def session_open(message: dict[str, Any]) -> SessionOpen:
-    """A `session.open` still built as a dict, its `type` optional: the platform's side, and the callers outside
-    inference/ that open a session on a SessionHost directly (tests/test_play_full_stack.py, bench/)."""
-    return _converted({**message, "type": "session.open"}, SessionOpen)
+        claimed = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
+        return None
+    kind = claimed.get("type") if isinstance(claimed, dict) else None
+    return kind[:MAX_NAME_LENGTH] if isinstance(kind, str) else None

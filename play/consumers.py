@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -78,19 +78,19 @@ class InputBucket:
 class PlayConsumer(DatabaseCallConsumer):
     """One browser watching (and, as a player, steering) one session."""
 
-    session: PlaySession | None = None
+    session: PlaySession
 
     async def connect(self) -> None:
         user = self.scope["user"]
         browser = protocol.browser_id(self.scope.get("query_string", b""))
-        self.session = await database_call(session_for)(self.scope["url_route"]["kwargs"]["session_id"])
+        session = await database_call(session_for)(self.scope["url_route"]["kwargs"]["session_id"])
         role = None
-        if self.session is not None and browser is not None:
-            role = await database_call(session_role)(session=self.session, user=user)
-        if role is None:
+        if session is not None and browser is not None:
+            role = await database_call(session_role)(session=session, user=user)
+        if session is None or browser is None or role is None:
             await self.close()  # before accept: the handshake ends with 403 and no frame is ever sent
             return
-        self.role, self.browser = role, browser
+        self.session, self.role, self.browser = session, role, browser
         self.is_creator = self.session.version.world.owner_id == user.pk
         self.group = services.session_group(self.session.pk)
         self.sent_frame = self.acked_frame = 0
@@ -107,8 +107,12 @@ class PlayConsumer(DatabaseCallConsumer):
         self.frames_reader = asyncio.create_task(self.frames_read())
         self.presence_keeper = asyncio.create_task(self.presence_keep())
         await self.accept()
-        await self.send_message(protocol.Welcome(protocol=protocol.PROTOCOL_VERSION, session=str(self.session.pk),
-                                                 role=role, status=self.session.status))  # fmt: skip
+        # The session's status field holds exactly the states the protocol names.
+        status = cast(protocol.SessionStatus, self.session.status)
+        welcome = protocol.Welcome(
+            protocol=protocol.PROTOCOL_VERSION, session=str(self.session.pk), role=role, status=status
+        )
+        await self.send_message(welcome)
         await database_call(services.session_seen)(session_id=self.session.pk)
         if self.session.status != SessionStatus.ENDED:
             await database_call(services.session_resume)(session=self.session)

@@ -16,6 +16,9 @@ from urllib.parse import parse_qs
 
 import msgspec
 
+from inference import protocol as worker_protocol
+from inference.controls import KEYS, PLAYER_INPUT_TYPES
+
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 4096  # the longest prompt or speech fits; anything larger is refused, not truncated
 MAX_TEXT_LENGTH = 1000
@@ -25,7 +28,6 @@ MAX_CHARACTER_NAME_LENGTH = 100  # worlds.models.Character.name
 MAX_SEQ = 2**31 - 1
 MAX_FRAME = 2**32 - 1  # frame numbers travel as uint32 (BROWSER_FRAME_HEADER)
 MAX_CHOICE_INDEX = 99  # far beyond the handful a beat offers; the worker refuses one it did not offer
-KEYS = ("KeyW", "KeyA", "KeyS", "KeyD", "ArrowLeft", "ArrowRight")
 # A page names itself in the socket's query, `?browser=<id>`: a random id it picks when it loads, so that each
 # tab's `seq` is checked for resends against that tab's alone. Without one, inputs are told apart per player.
 BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
@@ -118,8 +120,8 @@ class Resume(BrowserInput, tag="resume"):
     pass
 
 
-BROWSER_INPUTS: tuple[type[BrowserInput], ...] = (KeyDown, KeyUp, Prompt, Speech, Choice, Pause, Resume)
-INPUT_TYPES = tuple(kind.__struct_config__.tag for kind in BROWSER_INPUTS)
+BROWSER_INPUTS: tuple[type[BrowserInput], ...] = (KeyDown, KeyUp, Prompt, Choice, Speech, Pause, Resume)
+INPUT_TYPES = PLAYER_INPUT_TYPES
 FromBrowserMessage = Ack | KeyDown | KeyUp | Prompt | Speech | Choice | Pause | Resume
 
 
@@ -203,20 +205,20 @@ class ForBrowser(
         return msgspec.json.encode(self).decode()
 
 
-class Welcome(ForBrowser, tag="welcome"):
+class Welcome(ForBrowser, tag="welcome", frozen=True):
     protocol: int
     session: str
     role: Role
     status: SessionStatus
 
 
-class Accepted(ForBrowser, tag="accepted"):
+class Accepted(ForBrowser, tag="accepted", frozen=True):
     seq: int
     sequence: int
     duplicate: bool
 
 
-class Status(ForBrowser, tag="status"):
+class Status(ForBrowser, tag="status", frozen=True):
     state: StatusState
     queue_place: int | None = None
     estimated_wait_s: int | None = None
@@ -224,34 +226,34 @@ class Status(ForBrowser, tag="status"):
     reason: str | None = None
 
 
-class Narration(ForBrowser, tag="narration"):
+class Narration(ForBrowser, tag="narration", frozen=True):
     text: str
 
 
-class Choices(ForBrowser, tag="choices"):
+class Choices(ForBrowser, tag="choices", frozen=True):
     beat: str
     choices: list[str]
     ended: bool
 
 
-class Votes(ForBrowser, tag="votes"):
+class Votes(ForBrowser, tag="votes", frozen=True):
     tally: list[int]
     closes_at_tick: int
 
 
-class CharacterLine(ForBrowser, tag="character_line"):
+class CharacterLine(ForBrowser, tag="character_line", frozen=True):
     character: str
     text: str
-    final: bool | None = None
+    final: bool
 
 
-class DebugPrompt(ForBrowser, tag="debug_prompt"):
+class DebugPrompt(ForBrowser, tag="debug_prompt", frozen=True):
     sections: dict[str, Any]
     messages: list[Any]
     character: str | None = None
 
 
-class Error(ForBrowser, tag="error"):
+class Error(ForBrowser, tag="error", frozen=True):
     error: str
     seq: int | None = None
     sequence: int | None = None
@@ -259,7 +261,7 @@ class Error(ForBrowser, tag="error"):
 
 ForBrowserMessage = Welcome | Accepted | Status | Narration | Choices | Votes | CharacterLine | DebugPrompt | Error
 BROWSER_MESSAGES: dict[str, type[ForBrowser]] = {
-    kind.__struct_config__.tag: kind
+    str(kind.__struct_config__.tag): kind
     for kind in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, DebugPrompt, Error)
 }
 # What the page needs to speak the protocol, handed to player.js through json_script.
@@ -267,7 +269,7 @@ PAGE_CONSTANTS = {
     "keys": list(KEYS),
     "close_signed_out": CLOSE_SIGNED_OUT,
     "frame_header_bytes": BROWSER_FRAME_HEADER.size,
-    "states": {state: state for state in (*get_args(SessionStatus), *get_args(StatusState))},
+    "states": {str(state): str(state) for state in (*get_args(SessionStatus), *get_args(StatusState))},
 }
 
 
@@ -280,32 +282,20 @@ def browser_message(data: dict[str, Any]) -> ForBrowser:
         raise PlayProtocolError(f"not a message for browsers: {error}") from None
 
 
-def from_worker(message: dict[str, Any], *, worker: str) -> ForBrowser:
+def from_worker(message: worker_protocol.WorkerToPlatform, *, worker: str) -> ForBrowser:
     """What a worker's session message (inference/protocol.py) becomes for the session's browsers: its own
     fields are translated, never passed through, so a browser sees only what PROTOCOL.md names."""
-    kind = message.get("type")
-    try:
-        if kind == "session.opened":
+    match message:
+        case worker_protocol.SessionOpened():
             return Status(state="running", worker=worker)
-        if kind == "session.narration":
-            return checked(Narration, text=message["text"])
-        if kind == "session.choices":
-            return checked(Choices, beat=message["beat"], choices=message["choices"], ended=message["ended"])
-        if kind == "session.votes":
-            return checked(Votes, tally=message["tally"], closes_at_tick=message["closes_at_tick"])
-        if kind == "session.character_line":
-            final = message.get("final") or None
-            return checked(CharacterLine, character=message["character"], text=message["text"], final=final)
-        if kind == "session.error":
-            return checked(Error, error=message["error"], sequence=message.get("sequence"))
-    except KeyError as missing:
-        raise PlayProtocolError(f"{kind} needs its {missing}") from None
-    raise PlayProtocolError(f"{kind!r} is not for browsers")
-
-
-def checked(kind: type[ForBrowser], **fields: Any) -> ForBrowser:
-    """A message for browsers built from values another process sent (msgspec checks types only on conversion)."""
-    try:
-        return msgspec.convert({name: value for name, value in fields.items() if value is not None}, kind)
-    except (msgspec.ValidationError, UnicodeEncodeError) as error:
-        raise PlayProtocolError(f"{kind.__struct_config__.tag}: {error}") from None
+        case worker_protocol.SessionNarration():
+            return Narration(text=message.text)
+        case worker_protocol.SessionChoices():
+            return Choices(beat=message.beat, choices=message.choices, ended=message.ended)
+        case worker_protocol.SessionVotes():
+            return Votes(tally=message.tally, closes_at_tick=message.closes_at_tick)
+        case worker_protocol.SessionCharacterLine():
+            return CharacterLine(character=message.character, text=message.text, final=message.final)
+        case worker_protocol.SessionError():
+            return Error(error=message.error, sequence=message.sequence)
+    raise PlayProtocolError(f"{worker_protocol.type_of(message)!r} is not for browsers")

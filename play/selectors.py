@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
+import msgspec
 import numpy as np
 from django.core.cache import cache
 from django.db.models import Avg, Count, F, Q, QuerySet
@@ -12,6 +12,7 @@ from django.db.models import Avg, Count, F, Q, QuerySet
 from accounts.models import User
 from inference.narrative.prompting import CHARACTER_FIELDS
 from inference.narrative.safety import refused_terms
+from inference.protocol import NarrativeState, PendingInput, ReplayedInput, SessionOpen, Snapshot, StoryState
 from memories.services import memories_recall
 from moderation.checks import term_filter_load
 from moderation.selectors import safety_terms
@@ -80,40 +81,47 @@ def queue_estimated_wait_seconds(*, place: int, engine: str) -> int | None:
     return int(place * per_session / slots)
 
 
-def session_open_message(*, session: PlaySession) -> dict[str, Any]:
+def session_open_message(*, session: PlaySession) -> SessionOpen:
     """What a worker needs to open (or reopen) the session: spec, story, last snapshot, inputs to replay."""
     document = session.version.document
     snapshot = session.snapshots.order_by(*SNAPSHOTS_NEWEST_FIRST).first()
     after = snapshot.sequence if snapshot else 0
     events: QuerySet[SessionEvent] = session.events.filter(sequence__gt=after)
     replay = [
-        {"sequence": event.sequence, "tick": event.applied_tick, "input": event.payload,
-         "events": event.applied_effects.get("events", []), "story": event.applied_effects.get("story"),
-         "hooks": event.applied_effects.get("hooks", [])}
-        for event in events if event.applied_tick is not None
-    ]  # fmt: skip
-    pending = [{"sequence": event.sequence, "input": event.payload} for event in events if event.applied_tick is None]
+        ReplayedInput(
+            sequence=event.sequence,
+            tick=event.applied_tick,
+            input=event.payload,
+            events=event.applied_effects.get("events", []),
+            story=msgspec.convert(story, StoryState) if (story := event.applied_effects.get("story")) else None,
+            hooks=event.applied_effects.get("hooks", []),
+        )
+        for event in events
+        if event.applied_tick is not None
+    ]
+    pending = [
+        PendingInput(sequence=event.sequence, input=event.payload) for event in events if event.applied_tick is None
+    ]
     stories = document.get("stories", [])
-    return {
-        "type": "session.open",
-        "session": str(session.pk),
-        "engine": session.engine,
-        "live": session.is_live,
-        "spec": document["world"]["engine_parameters"],
-        "story": stories[0] if stories else None,
-        "snapshot": {
-            "tick": snapshot.tick,
-            "sequence": snapshot.sequence,
-            "engine_state": base64.b64encode(bytes(snapshot.engine_state)).decode(),
-            "narrative": snapshot.narrative,
-        }
+    return SessionOpen(
+        session=str(session.pk),
+        engine=session.engine,
+        live=session.is_live,
+        spec=document["world"]["engine_parameters"],
+        story=stories[0] if stories else None,
+        snapshot=Snapshot(
+            tick=snapshot.tick,
+            sequence=snapshot.sequence,
+            engine_state=bytes(snapshot.engine_state),
+            narrative=msgspec.convert(snapshot.narrative, NarrativeState),
+        )
         if snapshot
         else None,
-        "replay": replay,
-        "pending": pending,
-        "target_tick": last_frame_seen(session=session),
-        "narrative": session_narrative(session=session),
-    }
+        replay=replay,
+        pending=pending,
+        target_tick=last_frame_seen(session=session),
+        narrative=session_narrative(session=session),
+    )
 
 
 # The parts of a document character a worker plays it from (persona and the like; never secrets or notes).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -23,7 +24,10 @@ from django.utils import timezone
 
 from accounts.models import User
 from gallery.services import world_play_record
+from inference import protocol as worker_protocol
+from inference.controls import PROPOSAL_INPUT_TYPES
 from inference.play.host import CONVERSATION
+from inference.protocol import SessionClose, SessionInput, SessionOpen, SessionRefresh
 from memories.services import exchange_record
 from play import protocol
 from play.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
@@ -56,19 +60,41 @@ def session_group(session_id: Any) -> str:
     return f"play.{session_id}"
 
 
-def send_to_worker(channel_name: str, message: dict[str, Any], *, required: bool = True) -> None:
+def send_to_worker(
+    channel_name: str, message: SessionOpen | SessionInput | SessionClose | SessionRefresh, *, required: bool = True
+) -> None:
     """Send after commit. A worker whose channel is full raises ChannelFull, unless the message is not
-    `required` (a reopen the session can do without while it keeps running): that one is logged and dropped."""
+    `required` (a reopen the session can do without while it keeps running): that one is logged and dropped.
+
+    The channel layer carries the message encoded once, with what the worker's endpoint needs to know of it
+    (which session it gives or takes away) beside it."""
+    kind = worker_protocol.type_of(message)
+    forward = {
+        "type": "worker.forward",
+        "kind": kind,
+        "session": message.session,
+        "text": worker_protocol.encode(message),
+    }
 
     def send() -> None:
         try:
-            async_to_sync(get_channel_layer().send)(channel_name, {"type": "worker.forward", "message": message})
+            async_to_sync(get_channel_layer().send)(channel_name, forward)
         except ChannelFull:
             if required:
                 raise
-            logger.warning("worker channel %s is full; dropped %s", channel_name, message["type"])
+            logger.warning("worker channel %s is full; dropped %s", channel_name, forward["kind"])
 
     transaction.on_commit(send)
+
+
+def worker_forward_event(message: SessionOpen | SessionInput | SessionClose | SessionRefresh) -> dict[str, Any]:
+    """The channel-layer event that carries a message to a worker's endpoint (WorkerConsumer.worker_forward)."""
+    return {
+        "type": "worker.forward",
+        "kind": worker_protocol.type_of(message),
+        "session": message.session,
+        "text": worker_protocol.encode(message),
+    }
 
 
 def send_to_browsers(session_id: Any, message: protocol.ForBrowser) -> None:
@@ -226,13 +252,9 @@ def event_log(
     return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
 
 
-def input_forward_message(event: SessionEvent) -> dict[str, Any]:
+def input_forward_message(event: SessionEvent) -> SessionInput:
     """A logged input as its worker receives it (inference/protocol.py)."""
-    return {"type": "session.input", "session": str(event.session_id), "sequence": event.sequence,
-            "input": event.payload}  # fmt: skip
-
-
-PROPOSAL_TYPES = ("offer", "hook_outcome", "own_choice")
+    return SessionInput(session=str(event.session_id), sequence=event.sequence, input=event.payload)
 
 
 @transaction.atomic
@@ -241,8 +263,8 @@ def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> tupl
     words meant) as the session's next input, so that it is applied at a known tick and replayed, never
     decided twice; count hook outcomes. Returns the event and whether the session still runs on a worker: the
     caller then hands it back to the worker that proposed it."""
-    if payload.get("type") not in PROPOSAL_TYPES:
-        raise ValueError(f"a worker may propose only {', '.join(PROPOSAL_TYPES)} inputs")
+    if payload.get("type") not in PROPOSAL_INPUT_TYPES:
+        raise ValueError(f"a worker may propose only {', '.join(PROPOSAL_INPUT_TYPES)} inputs")
     event, worker_channel = event_log(session_id=session_id, payload=payload)
     if payload["type"] == "hook_outcome":
         world_id = PlaySession.objects.filter(pk=session_id).values_list("version__world_id", flat=True).get()
@@ -252,7 +274,7 @@ def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> tupl
 
 @transaction.atomic
 def session_exchange_record(
-    *, session_id: str, sequence: int, character_id: int | None, speaker: str | None, said: str, reply: str,
+    *, session_id: uuid.UUID, sequence: int, character_id: int | None, speaker: str | None, said: str, reply: str,
     memories: list[tuple[str, float, np.ndarray]],
 ) -> None:  # fmt: skip
     """A character answered: keep the reply with the player's words in the log, and what the player told it."""
@@ -268,7 +290,7 @@ def session_exchange_record(
 
 
 def session_input_applied(
-    *, session_id: str, sequence: int, tick: int, events: list[Any], story: Any, hooks: list[str]
+    *, session_id: uuid.UUID, sequence: int, tick: int, events: list[Any], story: Any, hooks: list[str]
 ) -> None:
     """Record the tick an input was applied at and what it became; replay after a failover relies on it."""
     effects = {"events": events} | ({"story": story} if story is not None else {}) | ({"hooks": hooks} if hooks else {})
@@ -278,7 +300,9 @@ def session_input_applied(
 
 
 @transaction.atomic
-def session_snapshot_store(*, session_id: str, tick: int, sequence: int, engine_state: bytes, narrative: Any) -> None:
+def session_snapshot_store(
+    *, session_id: uuid.UUID, tick: int, sequence: int, engine_state: bytes, narrative: Any
+) -> None:
     SessionSnapshot.objects.create(
         session_id=session_id, tick=tick, sequence=sequence, engine_state=engine_state, narrative=narrative
     )
@@ -296,7 +320,7 @@ def worker_sessions_reassign(*, worker: WorkerNode) -> list[PlaySession]:
         session.last_frame = last_frame_seen(session=session)
         session.save(update_fields=["status", "worker", "last_frame"])
         send_to_browsers(session.pk, protocol.Status(state="reconnecting"))
-    for session in sorted(sessions, key=lambda session: session.queued_at):
+    for session in sorted(sessions, key=lambda session: session.queued_at or session.created_at):
         session_dispatch(session=session)
     return sessions
 
@@ -373,7 +397,7 @@ def session_park_if_unwatched(*, session_id: Any) -> bool:
     session.status, session.worker = SessionStatus.PARKED, None
     session.save(update_fields=["status", "worker", "last_frame"])
     if worker is not None:
-        send_to_worker(worker.channel_name, {"type": "session.close", "session": str(session.pk)})
+        send_to_worker(worker.channel_name, SessionClose(session=str(session.pk)))
         transaction.on_commit(sessions_dispatch_queued)
     return True
 
@@ -390,7 +414,7 @@ def session_end(*, session: PlaySession, reason: str) -> None:
     worker = session.worker
     PlaySession.objects.filter(pk=session.pk).update(status=SessionStatus.ENDED, worker=None, ended_reason=reason)
     if worker is not None:
-        send_to_worker(worker.channel_name, {"type": "session.close", "session": str(session.pk)})
+        send_to_worker(worker.channel_name, SessionClose(session=str(session.pk)))
     send_to_browsers(session.pk, protocol.Status(state="ended", reason=reason))
     transaction.on_commit(sessions_dispatch_queued)
 

@@ -3,11 +3,11 @@ browsers, applied inputs and snapshots recorded, narrative work (recall, exchang
 
 from __future__ import annotations
 
-import base64
-import binascii
 import time
+import uuid
 from typing import Any
 
+import msgspec
 import numpy as np
 from channels.layers import get_channel_layer
 from django.core.cache import cache
@@ -26,32 +26,33 @@ from workers.consumers import WorkerEndpoint
 LAST_FRAME_EVERY_SECONDS = 0.25
 
 
-def embedding_decoded(text: Any) -> np.ndarray:
-    """A base64 little-endian float32 embedding as an array (384,), or ProtocolError."""
-    try:
-        vector = np.frombuffer(base64.b64decode(str(text), validate=True), dtype="<f4")
-    except (binascii.Error, ValueError):
-        raise protocol.ProtocolError("an embedding must be base64 float32") from None
-    if vector.shape != (EMBEDDING_DIMENSIONS,):
-        raise protocol.ProtocolError(f"an embedding has {EMBEDDING_DIMENSIONS} values, not {vector.size}")
-    return vector.astype(np.float32)
+def embedding_decoded(data: bytes) -> np.ndarray:
+    """A little-endian float32 embedding as an array (384,), or ProtocolError."""
+    if len(data) != EMBEDDING_DIMENSIONS * 4:
+        raise protocol.ProtocolError(f"an embedding has {EMBEDDING_DIMENSIONS} float32 values, not {len(data) / 4:g}")
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)
 
 
-def recall_for(session_id: str, message: dict[str, Any], query: np.ndarray) -> dict[str, Any]:
-    session = PlaySession.objects.select_related("version__world", "owner").get(pk=session_id)
-    recent = [str(line) for line in message.get("recent", [])][-8:]
+def recall_for(message: protocol.SessionRecall, query: np.ndarray) -> dict[str, Any]:
+    session = PlaySession.objects.select_related("version__world", "owner").get(pk=message.session)
     return character_recall(
-        session=session, character_id=message.get("character"), speaker=message.get("speaker"), query=query,
-        recent=recent,
-    )  # fmt: skip
+        session=session,
+        character_id=message.character,
+        speaker=message.speaker,
+        query=query,
+        recent=message.recent[-8:],
+    )
 
 
-def blocked_record(session_id: str, message: dict[str, Any]) -> None:
-    world_id = PlaySession.objects.filter(pk=session_id).values_list("version__world_id", flat=True).get()
+def blocked_record(message: protocol.SessionBlocked) -> None:
+    world_id = PlaySession.objects.filter(pk=message.session).values_list("version__world_id", flat=True).get()
     generated_output_blocked_record(
-        session_id=session_id, world_id=world_id, character=str(message.get("character", "")),
-        text=str(message.get("text", "")), terms=[str(term) for term in message.get("terms", [])],
-    )  # fmt: skip
+        session_id=message.session,
+        world_id=world_id,
+        character=message.character,
+        text=message.text,
+        terms=message.terms,
+    )
 
 
 class WorkerConsumer(WorkerEndpoint):
@@ -69,8 +70,8 @@ class WorkerConsumer(WorkerEndpoint):
     async def worker_ready(self) -> None:
         await database_call(play.sessions_dispatch_queued)()
 
-    async def worker_heartbeat(self, message: dict[str, Any]) -> None:
-        await super().worker_heartbeat(message)
+    async def worker_heartbeat(self, heartbeat: protocol.WorkerHeartbeat) -> None:
+        await super().worker_heartbeat(heartbeat)
         # Sessions whose viewers vanished without a disconnect (their daphne died) give their slots back here.
         self.record(play.sessions_park_unwatched, worker=self.worker)
 
@@ -101,67 +102,73 @@ class WorkerConsumer(WorkerEndpoint):
             self.last_frames_written[session] = now
             await cache.aset(last_frame_key(session), number, timeout=None)
 
-    async def message_received(self, message: dict[str, Any]) -> None:
-        session = protocol.parse_session_message(message)
-        self.check_assigned(session)
-        kind = message["type"]
-        if kind in self.narrative_handlers:
-            await self.narrative_handlers[kind](self, session, message)
-        elif kind == "session.applied":
-            self.record(
-                play.session_input_applied, session_id=session, sequence=int(message["sequence"]),
-                tick=int(message["tick"]), events=list(message.get("events", [])), story=message.get("story"),
-                hooks=[str(name) for name in message.get("hooks", [])],
-            )  # fmt: skip
-        elif kind == "session.missing":
-            self.record(play.session_inputs_resend, session_id=session)
-        elif kind == "session.snapshot":
-            try:
-                engine_state = base64.b64decode(message["engine_state"], validate=True)
-            except (binascii.Error, KeyError, TypeError):
-                raise protocol.ProtocolError("a snapshot needs its engine_state in base64") from None
-            self.record(
-                play.session_snapshot_store, session_id=session, tick=int(message["tick"]),
-                sequence=int(message["sequence"]), engine_state=engine_state, narrative=message.get("narrative", {}),
-            )  # fmt: skip
-        else:
-            try:  # translated to the browser protocol (stories/PROTOCOL.md), never passed through
-                relayed = browser_protocol.from_worker(message, worker=self.worker.name)
-            except browser_protocol.PlayProtocolError as error:
-                raise protocol.ProtocolError(str(error)) from None
-            await self.channel_layer.group_send(
-                play.session_group(session), {"type": "session.message", "message": relayed.as_builtins()}
+    async def message_received(self, message: protocol.WorkerToPlatform) -> None:
+        session = self.assigned_session(message)
+        match message:
+            case protocol.SessionApplied():
+                self.record(
+                    play.session_input_applied,
+                    session_id=session,
+                    sequence=message.sequence,
+                    tick=message.tick,
+                    events=message.events,
+                    story=msgspec.to_builtins(message.story) if message.story is not None else None,
+                    hooks=message.hooks,
+                )
+            case protocol.SessionMissing():
+                self.record(play.session_inputs_resend, session_id=session)
+            case protocol.SessionSnapshot():
+                self.record(
+                    play.session_snapshot_store,
+                    session_id=session,
+                    tick=message.tick,
+                    sequence=message.sequence,
+                    engine_state=message.engine_state,
+                    narrative=msgspec.to_builtins(message.narrative),
+                )
+            case protocol.SessionRecall():
+                recalled = await database_call(recall_for)(message, embedding_decoded(message.query))
+                await self.send_message(
+                    protocol.SessionRecalled(session=message.session, request=message.request, **recalled)
+                )
+            case protocol.SessionExchange():
+                memories = [
+                    (memory.text, memory.importance, embedding_decoded(memory.embedding)) for memory in message.memories
+                ]
+                await database_call(play.session_exchange_record)(
+                    session_id=session,
+                    sequence=message.sequence,
+                    character_id=message.character,
+                    speaker=message.speaker,
+                    said=message.said,
+                    reply=message.reply,
+                    memories=memories,
+                )
+            case protocol.SessionPropose():
+                await self.session_propose(message)
+            case protocol.SessionBlocked():
+                await database_call(blocked_record)(message)
+            case protocol.SessionDebugPrompt():
+                prompt = browser_protocol.DebugPrompt(
+                    character=message.character, sections=message.sections, messages=message.messages
+                )
+                await self.channel_layer.group_send(
+                    play.session_group(session), {"type": "session.creator_message", "message": prompt.as_builtins()}
+                )
+            case _:
+                try:  # translated to the browser protocol (play/PROTOCOL.md), never passed through
+                    relayed = browser_protocol.from_worker(message, worker=self.worker_name)
+                except browser_protocol.PlayProtocolError as error:
+                    raise protocol.ProtocolError(str(error)) from None
+                await self.channel_layer.group_send(
+                    play.session_group(session), {"type": "session.message", "message": relayed.as_builtins()}
+                )
+
+    async def session_propose(self, message: protocol.SessionPropose) -> None:
+        try:
+            event, running = await database_call(play.session_proposal_append)(
+                session_id=message.session, payload=msgspec.to_builtins(message.input)
             )
-
-    async def session_recall(self, session: str, message: dict[str, Any]) -> None:
-        query = embedding_decoded(message.get("query"))
-        recalled = await database_call(recall_for)(session, message, query)
-        await self.send_message({"type": "session.recalled", "session": session, "request": message.get("request"),
-                                 **recalled})  # fmt: skip
-
-    async def session_exchange(self, session: str, message: dict[str, Any]) -> None:
-        try:
-            memories = [
-                (str(memory["text"]), float(memory["importance"]), embedding_decoded(memory["embedding"]))
-                for memory in message.get("memories", [])
-            ]
-            sequence = int(message["sequence"])
-        except (KeyError, TypeError, ValueError):
-            raise protocol.ProtocolError(
-                "an exchange needs its sequence and memories as text, importance, embedding"
-            ) from None
-        await database_call(play.session_exchange_record)(
-            session_id=session, sequence=sequence, character_id=message.get("character"),
-            speaker=message.get("speaker"), said=str(message.get("said", "")), reply=str(message.get("reply", "")),
-            memories=memories,
-        )  # fmt: skip
-
-    async def session_propose(self, session: str, message: dict[str, Any]) -> None:
-        payload = message.get("input")
-        if not isinstance(payload, dict):
-            raise protocol.ProtocolError("a proposal needs its 'input'")
-        try:
-            event, running = await database_call(play.session_proposal_append)(session_id=session, payload=payload)
         except ValueError as error:
             raise protocol.ProtocolError(str(error)) from None
         # Straight back over this socket, not through the worker's channel: the proposer hosts the session,
@@ -169,37 +176,20 @@ class WorkerConsumer(WorkerEndpoint):
         if running:
             await self.send_message(play.input_forward_message(event))
 
-    async def session_blocked(self, session: str, message: dict[str, Any]) -> None:
-        await database_call(blocked_record)(session, message)
+    def assigned_session(self, message: protocol.WorkerToPlatform) -> uuid.UUID:
+        """The session a worker's message is about, when it was given to this worker, or ProtocolError."""
+        session = getattr(message, "session", None)
+        self.check_assigned(session)
+        return uuid.UUID(session)
 
-    async def session_debug_prompt(self, session: str, message: dict[str, Any]) -> None:
-        try:
-            relayed = browser_protocol.DebugPrompt(character=message.get("character"),
-                                                   sections=message.get("sections", {}),
-                                                   messages=message.get("messages", []))  # fmt: skip
-        except browser_protocol.PlayProtocolError as error:
-            raise protocol.ProtocolError(str(error)) from None
-        await self.channel_layer.group_send(
-            play.session_group(session), {"type": "session.creator_message", "message": relayed.as_builtins()}
-        )
-
-    narrative_handlers = {
-        "session.recall": session_recall,
-        "session.exchange": session_exchange,
-        "session.propose": session_propose,
-        "session.blocked": session_blocked,
-        "session.debug_prompt": session_debug_prompt,
-    }
-
-    def check_assigned(self, session: str) -> None:
-        if session not in self.assigned:
+    def check_assigned(self, session: str | None) -> None:
+        if session is None or session not in self.assigned:
             raise protocol.ProtocolError(f"session {session} is not assigned to this worker")
 
     async def worker_forward(self, event: dict[str, Any]) -> None:
-        """A message from the platform's services for this worker (see stories.services.send_to_worker)."""
-        message = event["message"]
-        if message["type"] == "session.open":
-            self.assigned.add(message["session"])
-        elif message["type"] == "session.close":
-            self.assigned.discard(message["session"])
-        await self.send_message(message)
+        """A message from the platform's services for this worker, encoded once (play.services.send_to_worker)."""
+        if event["kind"] == "session.open":
+            self.assigned.add(event["session"])
+        elif event["kind"] == "session.close":
+            self.assigned.discard(event["session"])
+        await self.send(text_data=event["text"])

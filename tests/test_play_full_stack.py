@@ -19,6 +19,7 @@ from PIL import Image, ImageStat
 from accounts.tests.factories import UserFactory
 from inference.engine import RaycastEngine
 from inference.play.host import SessionHost
+from inference.protocol import ReplayedInput, SessionOpen
 from inference.world.state import from_snapshot
 from play.models import PlaySession, SessionEvent, SessionSnapshot
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
@@ -136,10 +137,17 @@ def test_a_killed_worker_hands_its_session_to_another_within_five_seconds_losing
 def assert_replay_reaches_snapshot(spec: dict, events: list[SessionEvent], snapshot: SessionSnapshot) -> None:
     """An uninterrupted run fed the same logged inputs reaches the state the failed-over session snapshotted."""
     host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)})
-    host.open({"session": "replay", "engine": "raycaster", "spec": spec, "target_tick": snapshot.tick,
-               "replay": [{"sequence": event.sequence, "tick": event.applied_tick, "input": event.payload,
-                           "events": event.applied_effects.get("events", [])}
-                          for event in events if event.sequence <= snapshot.sequence]})  # fmt: skip
+    replay = [
+        ReplayedInput(
+            sequence=event.sequence,
+            tick=event.applied_tick,
+            input=event.payload,
+            events=event.applied_effects.get("events", []),
+        )
+        for event in events
+        if event.sequence <= snapshot.sequence
+    ]
+    host.open(SessionOpen(session="replay", engine="raycaster", spec=spec, replay=replay, target_tick=snapshot.tick))
     hosted = host.sessions["replay"]
     assert hosted.tick == snapshot.tick
     assert from_snapshot(hosted.engine.snapshot(hosted.engine_session)) == from_snapshot(bytes(snapshot.engine_state))

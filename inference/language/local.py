@@ -31,9 +31,10 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, PreTrainedModel
 
 from inference.language.base import DecodingOutcome, GenerationSettings, Message, cleaned, foreign_script
 
@@ -124,7 +125,9 @@ class LocalLanguageModel:
             directory = converted_gguf(default_gguf_path(), model_cache_dir(self.config.cache_dir))
         self.directory = Path(directory)
         self.tokenizer = AutoTokenizer.from_pretrained(self.directory, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(self.directory, local_files_only=True, dtype=torch.float32)
+        model: PreTrainedModel = AutoModelForCausalLM.from_pretrained(
+            self.directory, local_files_only=True, dtype=torch.float32
+        )
         model.eval()
         if self.config.quantize and self.config.device == "cpu":
             with warnings.catch_warnings():
@@ -132,8 +135,12 @@ class LocalLanguageModel:
                 # would be one more dependency for the same kernels.
                 warnings.simplefilter("ignore", category=UserWarning)
                 warnings.simplefilter("ignore", category=DeprecationWarning)
-                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-        self.model = model.to(self.config.device)
+                # A copy of the same model class, its Linear layers swapped for quantised ones.
+                model = cast(
+                    PreTrainedModel, torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+                )
+        # transformers' stubs type its wrapped `to` as if the model were its first argument.
+        self.model = model.to(self.config.device)  # type: ignore[arg-type]
         self.load_seconds = time.perf_counter() - started
         self.end_token_ids = self._end_token_ids()
         # transformers 5.x renamed `past_key_values` to `cache` (the old name warns until it is removed).
@@ -171,10 +178,15 @@ class LocalLanguageModel:
         prefix = messages[-1]["content"] if messages and messages[-1]["role"] == "assistant" else None
         history = messages[:-1] if prefix is not None else messages
         if self.tokenizer.chat_template:
-            text = self.tokenizer.apply_chat_template(history, add_generation_prompt=True, tokenize=False)
+            template_turns = [{"role": message["role"], "content": message["content"]} for message in history]
+            text = str(self.tokenizer.apply_chat_template(template_turns, add_generation_prompt=True, tokenize=False))
         else:  # a base model without a template reads plain labelled turns
             text = "".join(f"{message['role']}: {message['content']}\n" for message in history) + "assistant:"
         return text + (prefix or "")
+
+    def text_of(self, token_ids: list[int]) -> str:
+        """One sequence of token ids as text, special tokens kept (the end-of-turn check reads them)."""
+        return cast(str, self.tokenizer.decode(token_ids, skip_special_tokens=False))
 
     def stream(
         self, messages: list[Message], settings: GenerationSettings, outcome: DecodingOutcome | None = None
@@ -197,7 +209,7 @@ class LocalLanguageModel:
                     rows[row].append(token_id)
                 else:
                     ended[row] = True
-        texts = [self.tokenizer.decode(row, skip_special_tokens=False) for row in rows]
+        texts = [self.text_of(row) for row in rows]
         return [
             "".join(cleaned([text], settings, continuation=continuation, outcome=DecodingOutcome(ran_out=not end)))
             for text, end in zip(texts, ended, strict=True)
@@ -234,7 +246,7 @@ class LocalLanguageModel:
             if int(step[0]) < 0:  # the end-of-turn token: nothing more to show
                 break
             generated.append(int(step[0]))
-            text = self.tokenizer.decode(generated, skip_special_tokens=False)
+            text = self.text_of(generated)
             # A character split over several byte tokens decodes to U+FFFD until its last byte arrives.
             if text.endswith("\ufffd"):
                 continue

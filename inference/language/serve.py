@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     model = LocalLanguageModel(config)
     name = model.directory.name
     server = ThreadingHTTPServer((arguments.host, arguments.port), make_handler(model, name))
-    host, port = server.server_address[:2]
+    host, port = str(server.server_address[0]), int(server.server_address[1])
     # Tests and supervisors wait for this line to know the server is ready and which port it took.
     print(f"serving {name} on http://{host}:{port}/v1", flush=True)
     try:

@@ -171,8 +171,8 @@ def rewrite_messages(scene: str, choice: Mapping[str, str]) -> list[Message]:
             message
             for example_scene, text, leads_to, answer in EXAMPLES
             for message in (
-                {"role": "user", "content": question_for(example_scene, text, leads_to)},
-                {"role": "assistant", "content": f"{answer}."},
+                Message(role="user", content=question_for(example_scene, text, leads_to)),
+                Message(role="assistant", content=f"{answer}."),
             )
         ),
         {"role": "user", "content": question_for(scene, choice["text"], choice.get("leads_to", ""))},

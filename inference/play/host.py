@@ -23,7 +23,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from inference import protocol
 from inference.engine import Frame, StepRequest, WorldEngine
 from inference.language.embedding import Embedder
 from inference.narrative.setting import Setting
@@ -117,10 +116,8 @@ class SessionHost:
         jobs, self.jobs = self.jobs, []
         return jobs
 
-    def open(self, message: SessionOpen | dict[str, Any]) -> list[WorkerToPlatform]:
+    def open(self, message: SessionOpen) -> list[WorkerToPlatform]:
         """Open (or reopen after a failover) a session as the platform describes it."""
-        if isinstance(message, dict):
-            message = protocol.session_open(message)
         session_id = message.session
         engine = None if message.engine == CONVERSATION else self.engines[message.engine]
         snapshot = message.snapshot

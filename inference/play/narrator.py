@@ -192,9 +192,8 @@ class Narrator:
             player_name=player_name,
             config=self.config.prompting,
         )
-        link.send(SessionDebugPrompt(
-            session=job.session, character=name, sections=prompt.sections, messages=list(prompt.messages)
-        ))  # fmt: skip
+        messages = [{"role": message["role"], "content": message["content"]} for message in prompt.messages]
+        link.send(SessionDebugPrompt(session=job.session, character=name, sections=prompt.sections, messages=messages))
         replies = [message["content"] for message in history if message["role"] == "assistant"]
         last_reply = replies[-1] if replies else ""
         context = ReplyContext(setting.world_words, last_reply=last_reply, player_name=player_name, player_line=said)
@@ -391,7 +390,7 @@ class Narrator:
         narration: str | None = None
         model = self.language_model
         if decision.branch is not None:
-            effects = hook.effects.get(decision.branch, {})
+            effects = dict(hook.effects.get(decision.branch, {}))
         elif hook.fallback_enabled and model is not None:
             messages = fallback_messages(
                 presentation=hook.presentation, guidance=hook.fallback_guidance, player_input=job.data["text"]

@@ -4,7 +4,7 @@ are offered, and what the model decided replays without asking it again."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -14,9 +14,27 @@ from inference.engine import RaycastEngine
 from inference.language.embedding import HashedWordsEmbedder
 from inference.language.local import LocalLanguageModel, LocalModelConfig
 from inference.language.tiny import write_tiny_model
-from inference.play.host import CONVERSATION, Job
+from inference.play.host import CONVERSATION, Job, SessionHost
 from inference.play.narrator import Narrator
-from inference.tests.wire import WireHost, wire
+from inference.protocol import (
+    HookOutcome,
+    Offer,
+    OfferedChoice,
+    OwnChoice,
+    SessionBlocked,
+    SessionCharacterLine,
+    SessionDebugPrompt,
+    SessionError,
+    SessionExchange,
+    SessionNarration,
+    SessionOpen,
+    SessionPropose,
+    SessionSnapshot,
+    WorkerToPlatform,
+)
+from inference.tests.platform_log import proposal_logged, replayed_input, snapshot_kept
+
+Sent = TypeVar("Sent", bound=protocol.Message)
 
 SPEC = {"seed": 11, "size": 12}
 STORY = {
@@ -51,30 +69,34 @@ EVE = {"key": "character-0", "id": 7, "name": "Eve", "persona": "Eve keeps the h
                   "condition_value": "ledger"}]}  # fmt: skip
 
 
-def narrative(**extra: Any) -> dict[str, Any]:
+def docks_narrative(**extra: Any) -> dict[str, Any]:
     return {"title": "Docks", "description": "A foggy harbour.", "content_rating": "everyone",
             "characters": [EVE], "hooks": [GUARD_HOOK], "safety": {"blocked": ["kill yourself"]}} | extra  # fmt: skip
 
 
-def host() -> WireHost:
-    return WireHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=HashedWordsEmbedder())
+def host() -> SessionHost:
+    return SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=HashedWordsEmbedder())
 
 
-def open_message(session: str = "s", **extra: Any) -> dict[str, Any]:
-    return {"type": "session.open", "session": session, "engine": "raycaster", "spec": SPEC,
-            "narrative": narrative()} | extra  # fmt: skip
+def session_open(
+    *, engine: str = "raycaster", spec: dict[str, Any] = SPEC, narrative: dict[str, Any] | None = None, **fields: Any
+) -> SessionOpen:
+    """A `session.open` of session "s" in the docks (by default with Eve and the guard's hook); `fields` give the
+    rest (story, snapshot, replay, ...)."""
+    narrative = docks_narrative() if narrative is None else narrative
+    return SessionOpen(session="s", engine=engine, spec=spec, narrative=narrative, **fields)
 
 
 class RecordingLink:
     """The platform's side of a narrator, in memory: messages kept, recall answered from a fixed list."""
 
     def __init__(self, memories: list[str] | None = None) -> None:
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[WorkerToPlatform] = []
         self.memories = memories or []
         self.recorded: list[tuple[str, str, str, str]] = []
 
-    def send(self, message: protocol.WorkerToPlatform) -> None:
-        self.sent.append(wire(message))
+    def send(self, message: WorkerToPlatform) -> None:
+        self.sent.append(message)
 
     def recall(
         self, *, session: str, character: int | None, speaker: str | None, query: bytes, recent: list[str]
@@ -88,8 +110,8 @@ class RecordingLink:
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         self.recorded.append((session, character, said, reply))
 
-    def of_type(self, kind: str) -> list[dict[str, Any]]:
-        return [message for message in self.sent if message["type"] == kind]
+    def of_type(self, kind: type[Sent]) -> list[Sent]:
+        return [message for message in self.sent if isinstance(message, kind)]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +119,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> LocalLanguageModel:
     return LocalLanguageModel(LocalModelConfig(model_dir=write_tiny_model(tmp_path_factory.mktemp("tiny"))))
 
 
-def run_jobs(session_host: WireHost, narrator: Narrator, link: RecordingLink) -> list[Job]:
+def run_jobs(session_host: SessionHost, narrator: Narrator, link: RecordingLink) -> list[Job]:
     jobs = session_host.take_jobs()
     for job in jobs:
         narrator.run(job, link)
@@ -106,39 +128,37 @@ def run_jobs(session_host: WireHost, narrator: Narrator, link: RecordingLink) ->
 
 def test_a_keyword_fires_a_hook_and_the_branch_the_next_response_means_is_proposed_and_applied() -> None:
     session_host = host()
-    session_host.open(open_message(story=STORY))
+    session_host.open(session_open(story=STORY))
     session_host.take_jobs()
     fired = session_host.input("s", 1, {"type": "prompt", "text": "I walk up to the guard"})
-    assert fired[0]["hooks"] == ["the-guard"]
-    assert {"type": "session.narration", "session": "s", "text": "A guard blocks the gangway."} in fired
+    assert fired[0].hooks == ["the-guard"]
+    assert SessionNarration(session="s", text="A guard blocks the gangway.") in fired
     assert session_host.take_jobs() == []  # the line that fired the hook only presents it
     session_host.input("s", 2, {"type": "prompt", "text": "I bribe the guard with gold coins"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), None), link)
-    (proposal,) = link.of_type("session.propose")
-    assert proposal["input"]["branch"] == "bribe"
-    applied = session_host.input("s", 3, proposal["input"])
-    assert applied[0]["events"] == [{"kind": "night"}]
-    assert applied[0]["story"]["beat"] == "ship" and applied[0]["story"]["flags"] == ["bribed"]
-    assert {"type": "session.narration", "session": "s", "text": "He pockets the coins."} in applied
+    (proposal,) = link.of_type(SessionPropose)
+    assert isinstance(proposal.input, HookOutcome) and proposal.input.branch == "bribe"
+    applied = session_host.input("s", 3, proposal_logged(proposal))
+    assert applied[0].events == [{"kind": "night"}]
+    assert applied[0].story.beat == "ship" and applied[0].story.flags == ["bribed"]
+    assert SessionNarration(session="s", text="He pockets the coins.") in applied
     assert session_host.sessions["s"].play.active_hook is None
 
 
 def test_a_replay_restores_fired_hooks_and_branch_effects_without_the_model() -> None:
     live = host()
-    live.open(open_message(story=STORY))
+    live.open(session_open(story=STORY))
     live.take_jobs()
     logged = []
     for sequence, given in enumerate(
         [{"type": "prompt", "text": "the guard"}, {"type": "hook_outcome", "hook": "the-guard", "branch": "fight",
                                                     "effects": GUARD_HOOK["branches"][1]["effects"]}], start=1
     ):  # fmt: skip
-        applied = live.input("s", sequence, given)[0]
-        logged.append({"sequence": sequence, "input": given, "tick": applied["tick"], "events": applied["events"],
-                       "story": applied.get("story"), "hooks": applied.get("hooks", [])})  # fmt: skip
+        logged.append(replayed_input(given, live.input("s", sequence, given)))
         live.tick()
     reopened = host()
-    reopened.open(open_message(story=STORY, replay=logged, target_tick=live.sessions["s"].tick))
+    reopened.open(session_open(story=STORY, replay=logged, target_tick=live.sessions["s"].tick))
     assert reopened.sessions["s"].play.narrative() == live.sessions["s"].play.narrative()
     assert reopened.sessions["s"].play.story_state.flags == ["fought"]
     assert [job.kind for job in reopened.take_jobs()] == ["offer"]  # choices still unwritten; nothing else redone
@@ -147,42 +167,41 @@ def test_a_replay_restores_fired_hooks_and_branch_effects_without_the_model() ->
 def test_walking_into_an_area_fires_its_hook_once() -> None:
     session_host = host()
     hooks = [{**AREA_HOOK, "trigger_value": {"x": 6, "y": 6, "radius": 50}}]
-    session_host.open(open_message(narrative=narrative(hooks=hooks)))
+    session_host.open(session_open(narrative=docks_narrative(hooks=hooks)))
     _, due = session_host.tick()
-    assert {"type": "session.narration", "session": "s", "text": "An old well."} in due
+    assert SessionNarration(session="s", text="An old well.") in due
     _, due = session_host.tick()
-    assert not [message for message in due if message["type"] == "session.narration"]
+    assert not [message for message in due if isinstance(message, SessionNarration)]
     assert session_host.sessions["s"].play.fired_hooks == ["the-well"]
 
 
 def test_speech_to_a_character_that_is_not_there_is_an_error() -> None:
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     messages = session_host.input("s", 1, {"type": "speech", "character": "Bob", "text": "hi"})
-    assert messages[-1] == {"type": "session.error", "session": "s", "sequence": 1,
-                            "error": "there is no character called 'Bob' here"}  # fmt: skip
+    assert messages[-1] == SessionError(session="s", sequence=1, error="there is no character called 'Bob' here")
 
 
 def test_a_character_replies_in_streamed_sentences_and_sends_back_what_the_player_told_it(
     tiny_model: LocalLanguageModel,
 ) -> None:
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     said = "I found a silver key. What is in the ledger?"
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": said})
     link = RecordingLink(memories=["I lost my sister Mara."])
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: tiny_model), link)
-    (debug,) = link.of_type("session.debug_prompt")
-    assert debug["sections"]["lore"] == "- The harbour closes at dusk."
-    assert "I lost my sister Mara." in debug["sections"]["memories"]
-    assert debug["sections"]["clues"].endswith("- The ledger names the Gull.")  # the keyword was said
-    lines = link.of_type("session.character_line")
-    assert lines[-1]["final"] is True and all(line["character"] == "Eve" for line in lines)
-    assert "".join(line["text"] for line in lines[:-1]).strip()
-    (exchange,) = link.of_type("session.exchange")
-    assert exchange["character"] == 7 and exchange["sequence"] == 1
-    assert [memory["text"] for memory in exchange["memories"]] == ["I found a silver key."]
-    assert link.recorded == [("s", "Eve", said, exchange["reply"])]
+    (debug,) = link.of_type(SessionDebugPrompt)
+    assert debug.sections["lore"] == "- The harbour closes at dusk."
+    assert "I lost my sister Mara." in debug.sections["memories"]
+    assert debug.sections["clues"].endswith("- The ledger names the Gull.")  # the keyword was said
+    lines = link.of_type(SessionCharacterLine)
+    assert lines[-1].final is True and all(line.character == "Eve" for line in lines)
+    assert "".join(line.text for line in lines[:-1]).strip()
+    (exchange,) = link.of_type(SessionExchange)
+    assert exchange.character == 7 and exchange.sequence == 1
+    assert [memory.text for memory in exchange.memories] == ["I found a silver key."]
+    assert link.recorded == [("s", "Eve", said, exchange.reply)]
     session_host.conversation_record(*link.recorded[0])
     assert session_host.sessions["s"].play.conversations["Eve"][0]["content"].startswith("I found")
 
@@ -195,36 +214,36 @@ def test_refused_text_is_never_streamed_and_is_reported(tiny_model: LocalLanguag
             return iter(["Fine, I keep the harbour ledger. ", "You should kill yourself. ", "Bye."])
 
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello there"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), Scripted), link)
-    shown = [line["text"] for line in link.of_type("session.character_line") if line["text"]]
+    shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
     assert shown == ["Fine, I keep the harbour ledger."]
-    assert link.of_type("session.blocked")[0]["terms"] == ["kill yourself"]
+    assert link.of_type(SessionBlocked)[0].terms == ["kill yourself"]
 
 
 def test_a_conversation_needs_no_world_engine_and_keeps_its_talk_in_snapshots() -> None:
     session_host = host()
-    session_host.open(open_message(engine=CONVERSATION, spec={}))
+    session_host.open(session_open(engine=CONVERSATION, spec={}))
     frames, due = session_host.tick()
-    assert frames == [] and due[0]["type"] == "session.snapshot" and due[0]["engine_state"] == ""
+    assert frames == [] and isinstance(due[0], SessionSnapshot) and due[0].engine_state == b""
     session_host.conversation_record("s", "Eve", "hello", "Welcome.")
-    snapshot = session_host.snapshot("s")
+    snapshot = snapshot_kept(session_host.snapshot("s"))
     reopened = host()
-    reopened.open(open_message(engine=CONVERSATION, spec={}, snapshot=snapshot))
+    reopened.open(session_open(engine=CONVERSATION, spec={}, snapshot=snapshot))
     assert reopened.sessions["s"].play.conversations == {"Eve": [{"role": "user", "content": "hello"},
                                                             {"role": "assistant", "content": "Welcome."}]}  # fmt: skip
 
 
 def test_without_a_good_generated_pair_the_beat_offers_its_authored_choices(tiny_model: LocalLanguageModel) -> None:
     session_host = host()
-    session_host.open(open_message(story=STORY))
+    session_host.open(session_open(story=STORY))
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: tiny_model), link)
-    (proposal,) = link.of_type("session.propose")
-    assert proposal["input"]["source"] == "authored"
-    assert proposal["input"]["choices"] == STORY["beats"][0]["choices"]
+    (proposal,) = link.of_type(SessionPropose)
+    authored = [OfferedChoice(text=choice["text"], to=choice["to"]) for choice in STORY["beats"][0]["choices"]]
+    assert proposal.input == Offer(beat="pier", choices=authored, source="authored")
 
 
 class RewritingModel:
@@ -242,37 +261,38 @@ class RewritingModel:
 
 def test_each_written_choice_leads_where_the_authored_choice_it_rewrites_leads() -> None:
     session_host = host()
-    session_host.open(open_message(story=STORY))
+    session_host.open(session_open(story=STORY))
     (offer_job,) = session_host.take_jobs()
     assert [choice["leads_to"] for choice in offer_job.data["authored"]] == ["The deck creaks.", "The guard frowns."]
     model = RewritingModel({"Board the": " creaking ship in the fog", "Ask the": " frowning guard about the fog"})
     link = RecordingLink()
     Narrator(HashedWordsEmbedder(), lambda: model).run(offer_job, link)
-    (proposal,) = link.of_type("session.propose")
-    assert proposal["input"]["choices"] == [
-        {"text": "Board the creaking ship in the fog", "to": "ship"},
-        {"text": "Ask the frowning guard about the fog", "to": "guard"},
+    (proposal,) = link.of_type(SessionPropose)
+    written = [
+        OfferedChoice(text="Board the creaking ship in the fog", to="ship"),
+        OfferedChoice(text="Ask the frowning guard about the fog", to="guard"),
     ]
-    assert proposal["input"]["source"] == "generated"
+    assert proposal.input == Offer(beat="pier", choices=written, source="generated")
 
 
 def test_a_written_choice_the_rating_refuses_gives_way_to_its_authored_text() -> None:
     session_host = host()
-    session_host.open(open_message(story=STORY))
+    session_host.open(session_open(story=STORY))
     (offer_job,) = session_host.take_jobs()
     model = RewritingModel({"Board the": " creaking ship in the fog", "Ask the": " guard to kill yourself"})
     link = RecordingLink()
     Narrator(HashedWordsEmbedder(), lambda: model).run(offer_job, link)
-    (proposal,) = link.of_type("session.propose")
-    assert proposal["input"]["choices"][1] == {"text": "Ask the guard", "to": "guard"}
-    assert link.of_type("session.blocked")
+    (proposal,) = link.of_type(SessionPropose)
+    assert isinstance(proposal.input, Offer)
+    assert proposal.input.choices[1] == OfferedChoice(text="Ask the guard", to="guard")
+    assert link.of_type(SessionBlocked)
 
 
 def test_a_beats_choices_are_written_before_work_queued_earlier() -> None:
     ship = {"name": "ship", "scene": "The deck creaks.", "choices": [{"text": "Sail away", "to": "guard"}]}
     story = STORY | {"beats": [STORY["beats"][0], ship, STORY["beats"][2]]}
     session_host = host()
-    session_host.open(open_message(story=story))
+    session_host.open(session_open(story=story))
     session_host.take_jobs()
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello"})
     session_host.input("s", 2, {"type": "offer", "beat": "pier", "choices": STORY["beats"][0]["choices"]})
@@ -282,11 +302,11 @@ def test_a_beats_choices_are_written_before_work_queued_earlier() -> None:
 
 def test_a_worker_without_a_model_says_so_when_a_character_is_addressed() -> None:
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), None), link)
-    assert link.of_type("session.error")[0]["error"] == "Eve cannot talk here: this worker runs no language model"
+    assert link.of_type(SessionError)[0].error == "Eve cannot talk here: this worker runs no language model"
 
 
 def test_a_tiny_model_directory_is_a_valid_worker_language_model(tmp_path: Path) -> None:
@@ -300,18 +320,18 @@ def test_a_tiny_model_directory_is_a_valid_worker_language_model(tmp_path: Path)
 def test_words_typed_at_a_beat_that_read_as_an_offered_choice_take_it() -> None:
     from inference.language.embedding import default_embedder
 
-    session_host = WireHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=default_embedder())
-    session_host.open(open_message(story=STORY, narrative=narrative(hooks=[])))
+    session_host = SessionHost({"raycaster": RaycastEngine(width=16, height=16)}, embedder=default_embedder())
+    session_host.open(session_open(story=STORY, narrative=docks_narrative(hooks=[])))
     (offer_job,) = session_host.take_jobs()
     session_host.input("s", 1, {"type": "offer", "beat": "pier", "choices": offer_job.data["authored"]})
     session_host.input("s", 2, {"type": "prompt", "text": "I climb aboard the ship"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(default_embedder(), None), link)
-    (proposal,) = link.of_type("session.propose")
-    assert proposal["input"] == {"type": "own_choice", "beat": "pier", "index": 0, "text": "I climb aboard the ship"}
-    applied = session_host.input("s", 3, proposal["input"])
-    assert applied[0]["story"]["beat"] == "ship"
-    assert {"type": "session.narration", "session": "s", "text": "You choose: I climb aboard the ship"} in applied
+    (proposal,) = link.of_type(SessionPropose)
+    assert proposal.input == OwnChoice(beat="pier", index=0, text="I climb aboard the ship")
+    applied = session_host.input("s", 3, proposal_logged(proposal))
+    assert applied[0].story.beat == "ship"
+    assert SessionNarration(session="s", text="You choose: I climb aboard the ship") in applied
 
 
 class Repeating:
@@ -329,11 +349,11 @@ class Repeating:
 def test_a_reply_about_something_else_is_resampled_then_replaced_by_the_creators_own_words() -> None:
     model = Repeating("Purple moon cars sing loudly over distant mountains tonight. ")
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "welcome docks harbour"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
-    shown = [line["text"] for line in link.of_type("session.character_line") if line["text"]]
+    shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
     assert model.asked == 3  # the first sample and two resamples
     assert shown == ["Welcome to the docks."]  # the creator's line closest to what the player said
 
@@ -341,7 +361,7 @@ def test_a_reply_about_something_else_is_resampled_then_replaced_by_the_creators
 def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
     model = Repeating("Keep it close. ")  # a remark about nothing the player asked
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     link = RecordingLink(memories=["My brother is called Marco."])
     for sequence in (1, 2):
         session_host.input("s", sequence, {"type": "speech", "character": "Eve", "text": "What's my brother called?"})
@@ -357,11 +377,9 @@ def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
 def test_the_narrators_own_line_is_checked_like_a_characters() -> None:
     model = Repeating("I'm a digital audio workstation. ")
     session_host = host()
-    session_host.open(open_message())
+    session_host.open(session_open())
     session_host.input("s", 1, {"type": "prompt", "text": "I sing a sea shanty to the gulls"})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
     assert model.asked == 3
-    assert [message["text"] for message in link.of_type("session.narration")] == [
-        "Nothing in the world answers that yet."
-    ]
+    assert [message.text for message in link.of_type(SessionNarration)] == ["Nothing in the world answers that yet."]

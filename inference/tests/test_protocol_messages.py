@@ -15,16 +15,20 @@ from hypothesis import strategies as st
 from inference import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
-# Folders whose senders must build the protocol's Structs; the platform's join them once they decode typed messages.
-PROTOCOL_SENDER_FOLDERS = ["inference"]
-MESSAGE_TYPE_PREFIXES = ("session.", "worker.", "platform.")
+# Folders whose senders must build the protocol's Structs: the worker, the platform's two ends and the benchmarks.
+PROTOCOL_SENDER_FOLDERS = ["inference", "play", "platform/workers", "bench"]
+# Every `type` of the worker protocol; channel-layer events such as "session.message" are not among them.
+MESSAGE_TYPES = sorted(
+    str(message.__struct_config__.tag)
+    for message in (*protocol.PlatformToWorker.__args__, *protocol.WorkerToPlatform.__args__)
+)
 
 
 def hand_written_messages(folder: Path) -> list[str]:
-    """`file:line` of each dict literal whose "type" is a protocol message's, outside inference/protocol.py."""
+    """`file:line` of each dict literal whose "type" is a protocol message's, outside inference/protocol.py and
+    tests (which write malformed messages on purpose)."""
     found = []
     for path in sorted(folder.rglob("*.py")):
-        # Tests still open sessions on the host with dicts, as tests/test_play_full_stack.py does (to convert).
         if path == ROOT / "inference" / "protocol.py" or {".venv", "tests"} & set(path.relative_to(folder).parts):
             continue
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
@@ -35,8 +39,7 @@ def hand_written_messages(folder: Path) -> list[str]:
                     isinstance(key, ast.Constant)
                     and key.value == "type"
                     and isinstance(value, ast.Constant)
-                    and isinstance(value.value, str)
-                    and (value.value.startswith(MESSAGE_TYPE_PREFIXES) or value.value == "error")
+                    and value.value in MESSAGE_TYPES
                 ):
                     found.append(f"{path}:{node.lineno}")
     return found
@@ -48,8 +51,11 @@ def test_no_sender_writes_a_protocol_message_by_hand(folder: str) -> None:
 
 
 def test_the_walk_finds_a_message_written_by_hand(tmp_path: Path) -> None:
-    (tmp_path / "sender.py").write_text('message = {"type": "session.applied", "session": "s"}\n')
-    assert len(hand_written_messages(tmp_path)) == 1
+    (tmp_path / "sender.py").write_text(
+        'message = {"type": "session.applied", "session": "s"}\n'
+        'channel_layer_event = {"type": "session.message", "message": {}}\n'
+    )
+    assert hand_written_messages(tmp_path) == [f"{tmp_path / 'sender.py'}:1"]
 
 
 def struct_strategy(kind: type[msgspec.Struct]) -> st.SearchStrategy[msgspec.Struct]:
@@ -192,7 +198,7 @@ JSON = st.recursive(
 )
 TYPED_JSON = st.builds(
     lambda kind, fields: {**fields, "type": kind},
-    st.sampled_from([*protocol.SESSION_MESSAGE_TYPES, "worker.hello", "session.open", "session.input", "error"]),
+    st.sampled_from(MESSAGE_TYPES),
     st.dictionaries(st.sampled_from(["session", "sequence", "tick", "input", "text", "error"]), JSON, max_size=4),
 )
 

@@ -71,7 +71,9 @@ def first_open_never_returns(small_engines: None, monkeypatch: pytest.MonkeyPatc
     started: list[float] = []
     original_open = SessionHost.open
 
-    def open_hanging_the_first_time(self: SessionHost, message: dict[str, Any]) -> list[dict[str, Any]]:
+    def open_hanging_the_first_time(
+        self: SessionHost, message: protocol.SessionOpen
+    ) -> list[protocol.WorkerToPlatform]:
         started.append(time.monotonic())
         if len(started) == 1:
             release.wait(60)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from PIL import Image, UnidentifiedImageError
 
@@ -44,8 +44,9 @@ class ReferencePalette:
 def _dominant_colors(image: Image.Image, count: int) -> list[Color]:
     """The image's `count` median-cut colours, most common first."""
     quantized = image.quantize(colors=count, method=Image.Quantize.MEDIANCUT)
-    flat_palette = quantized.getpalette() or []
-    counts = sorted(quantized.getcolors() or [], reverse=True)  # [(pixels, palette index)]
+    flat_palette: list[int] = quantized.getpalette() or []
+    # A quantised (palette-mode) image counts palette indices: [(pixels, palette index)].
+    counts = sorted(cast("list[tuple[int, int]]", quantized.getcolors() or []), reverse=True)
     return [(flat_palette[3 * index], flat_palette[3 * index + 1], flat_palette[3 * index + 2]) for _, index in counts]
 
 
@@ -56,11 +57,11 @@ def _similar(first: Color, second: Color) -> bool:
 def palette_from_image(image_bytes: bytes) -> ReferencePalette:
     """Walls, sky and floor colours for the image in `image_bytes`; ValueError if it is not a readable image."""
     try:
-        image = Image.open(io.BytesIO(image_bytes))
-        if image.width * image.height > CONFIG.max_pixels:
-            raise ValueError(f"reference image is too large ({image.width}x{image.height})")
-        image.draft("RGB", (CONFIG.analysis_size, CONFIG.analysis_size))  # JPEG decodes at a fraction of size
-        image = image.convert("RGB")
+        opened = Image.open(io.BytesIO(image_bytes))
+        if opened.width * opened.height > CONFIG.max_pixels:
+            raise ValueError(f"reference image is too large ({opened.width}x{opened.height})")
+        opened.draft("RGB", (CONFIG.analysis_size, CONFIG.analysis_size))  # JPEG decodes at a fraction of size
+        image = opened.convert("RGB")
     except (UnidentifiedImageError, OSError) as error:
         raise ValueError(f"reference image cannot be read: {error}") from error
     image.thumbnail((CONFIG.analysis_size, CONFIG.analysis_size))

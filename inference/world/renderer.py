@@ -110,7 +110,7 @@ class _Billboard:
     pixel_width: float
 
 
-def _hash_uniform(*keys: np.ndarray) -> np.ndarray:
+def _hash_uniform(*keys: np.ndarray | int) -> np.ndarray:
     """Uniform floats in [0, 1) from integer arrays: integer arithmetic only, so equal on every machine."""
     value = np.full(np.broadcast_shapes(*(np.shape(key) for key in keys)), 2166136261, dtype=np.uint32)
     for key in keys:
@@ -307,14 +307,14 @@ def _floor(
     return base * shade, np.broadcast_to(distance, floor_x.shape)
 
 
-def _light(lighting: Lighting, depth: np.ndarray, weather: str) -> np.ndarray:
+def _light(lighting: Lighting, depth: np.ndarray | np.floating, weather: str) -> np.ndarray:
     """(..., 3) light reaching the eye from something `depth` cells away."""
     light = lighting.light * (0.8 if weather == "rain" else 1.0)
-    falloff = light / (1 + CONFIG.distance_falloff * depth)
+    falloff = np.asarray(light / (1 + CONFIG.distance_falloff * depth))
     return falloff[..., None] * np.asarray(lighting.tint, dtype=np.float32)
 
 
-def _fog(image: np.ndarray, depth: np.ndarray, lighting: Lighting) -> np.ndarray:
+def _fog(image: np.ndarray, depth: np.ndarray | np.floating, lighting: Lighting) -> np.ndarray:
     amount = (1 - np.exp(-CONFIG.fog_density * depth))[..., None]
     return image * (1 - amount) + np.asarray(lighting.fog, dtype=np.float32) * amount
 
@@ -430,7 +430,8 @@ def _particles(state: WorldState, height: int, width: int) -> tuple[np.ndarray, 
     if snow:
         fall = (start_y + tick * (0.006 + 0.01 * speed)) % 1.0
         drift = (start_x + 0.02 * np.sin(phase * 6.28 + tick * 0.15)) % 1.0
-        lengths, color = (size,), np.asarray((245, 248, 255), dtype=np.float32)
+        lengths: tuple[int, ...] = (size,)
+        color = np.asarray((245, 248, 255), dtype=np.float32)
     else:
         fall = (start_y + tick * (0.05 + 0.04 * speed)) % 1.0
         drift = (start_x + fall * 0.05) % 1.0

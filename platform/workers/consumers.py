@@ -38,18 +38,20 @@ class WorkerEndpoint(DatabaseCallConsumer):
     """
 
     worker: WorkerNode | None = None
+    worker_name: str
 
     async def connect(self) -> None:
         self.worker = await database_call(services.worker_authenticate)(token=bearer_token(self.scope))
         if self.worker is None:
             await self.close()  # before accept: the handshake ends with 403
             return
-        self.records: asyncio.Queue[tuple[Callable[..., None], dict[str, Any]]] = asyncio.Queue()
+        self.worker_name = self.worker.name
+        self.records: asyncio.Queue[tuple[Callable[..., object], dict[str, Any]]] = asyncio.Queue()
         self.recorder = asyncio.create_task(self.records_write())
         await self.accept()
         await database_call(services.worker_connect)(worker=self.worker, channel_name=self.channel_name)
         await self.send_message(
-            protocol.welcome_message(worker=self.worker.name, heartbeat_seconds=settings.WORKER_HEARTBEAT_SECONDS)
+            protocol.PlatformWelcome(worker=self.worker_name, heartbeat_seconds=settings.WORKER_HEARTBEAT_SECONDS)
         )
 
     async def disconnect(self, code: int) -> None:
@@ -65,30 +67,28 @@ class WorkerEndpoint(DatabaseCallConsumer):
         """What the worker's departure ends, once its reports are written and it no longer counts as connected."""
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        received_type = None
         try:
             if bytes_data is not None:
                 await self.frame_received(bytes_data)
                 return
-            message = protocol.decode(text_data)
-            received_type = message["type"]
-            if received_type == "worker.hello":
+            message = protocol.decode_from_worker(text_data)
+            if isinstance(message, protocol.WorkerHello):
                 await self.worker_hello(message)
-            elif received_type == "worker.heartbeat":
+            elif isinstance(message, protocol.WorkerHeartbeat):
                 await self.worker_heartbeat(message)
             else:
                 await self.message_received(message)
         except protocol.ProtocolError as error:
-            await self.send_message(protocol.error_message(error=str(error), received_type=received_type))
+            received_type = protocol.type_named(text_data)
+            await self.send_message(protocol.PlatformError(error=str(error), received_type=received_type))
 
     async def frame_received(self, data: bytes) -> None:
         raise protocol.ProtocolError("binary messages are not part of the worker protocol")
 
-    async def message_received(self, message: dict[str, Any]) -> None:
-        raise protocol.ProtocolError(f"unknown message type {message['type']!r}")
+    async def message_received(self, message: protocol.WorkerToPlatform) -> None:
+        raise protocol.ProtocolError(f"this endpoint takes no {protocol.type_of(message)!r}")
 
-    async def worker_hello(self, message: dict[str, Any]) -> None:
-        hello = protocol.parse_hello(message)
+    async def worker_hello(self, hello: protocol.WorkerHello) -> None:
         await database_call(services.worker_announce)(
             worker=self.worker,
             engines=hello.engines,
@@ -101,13 +101,12 @@ class WorkerEndpoint(DatabaseCallConsumer):
     async def worker_ready(self) -> None:
         """What follows the worker's announcement of its engines and slots."""
 
-    async def worker_heartbeat(self, message: dict[str, Any]) -> None:
-        heartbeat = protocol.parse_heartbeat(message)
+    async def worker_heartbeat(self, heartbeat: protocol.WorkerHeartbeat) -> None:
         # Behind the stream, not awaited: while every database thread waited on a busy Live world's inputs, an
         # awaited heartbeat stopped this consumer, and the inputs forwarded to the worker filled its channel.
         self.record(services.worker_heartbeat, worker=self.worker, free_slots=heartbeat.free_slots)
 
-    def record(self, service: Callable[..., None], **arguments: Any) -> None:
+    def record(self, service: Callable[..., object], **arguments: Any) -> None:
         """Write what the worker reports (heartbeats, applied ticks, snapshots) behind the stream, in order.
 
         Awaited inline, each write held up the frames and inputs behind it in this one consumer: the worker's
@@ -126,5 +125,5 @@ class WorkerEndpoint(DatabaseCallConsumer):
             finally:
                 self.records.task_done()
 
-    async def send_message(self, message: dict[str, Any]) -> None:
+    async def send_message(self, message: protocol.PlatformToWorker) -> None:
         await self.send(text_data=protocol.encode(message))

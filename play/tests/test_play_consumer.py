@@ -25,12 +25,13 @@ from accounts.models import User
 from accounts.services import user_sockets_close
 from accounts.tests.factories import ModeratorFactory, UserFactory
 from config.routing import application
+from inference import protocol as worker_protocol
 from moderation.services import user_suspend
 from play import protocol
 from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
 from play.models import PlaySession, SessionEvent
 from play.protocol import CLOSE_SIGNED_OUT
-from play.services import FRAMES_LAYER, sessions_park_unwatched
+from play.services import FRAMES_LAYER, sessions_park_unwatched, worker_forward_event
 from play.tests.factories import PlaySessionFactory
 from tests.fixtures import another_process_layer, cookie_for
 from workers.models import WorkerNode
@@ -81,11 +82,11 @@ async def connect(
     return communicator
 
 
-async def forwarded_input(worker_channel: str) -> dict[str, Any]:
+async def forwarded_input(worker_channel: str) -> worker_protocol.SessionInput:
     """The next input the worker is sent (a browser arriving also asks the worker to resend the story)."""
-    while (message := (await get_channel_layer().receive(worker_channel))["message"])["type"] != "session.input":
+    while (event := await get_channel_layer().receive(worker_channel))["kind"] != "session.input":
         pass
-    return message
+    return worker_protocol.decode_from_platform(event["text"])
 
 
 @pytest_asyncio.fixture
@@ -117,8 +118,8 @@ async def test_a_player_connects_and_an_input_is_logged_before_it_reaches_the_wo
     accepted = await communicator.receive_json_from()
     assert accepted == {"type": "accepted", "seq": 1, "sequence": 1, "duplicate": False}
     forwarded = await forwarded_input(worker_channel)
-    assert forwarded == {"type": "session.input", "session": str(session.pk), "sequence": 1,
-                                    "input": {"type": "key_down", "key": "KeyW"}}  # fmt: skip
+    expected = {"type": "key_down", "key": "KeyW"}
+    assert forwarded == worker_protocol.SessionInput(session=str(session.pk), sequence=1, input=expected)
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session, sequence=1).exists)()
     await communicator.disconnect()
 
@@ -470,8 +471,7 @@ async def test_a_live_participants_prompt_that_breaks_the_rating_never_reaches_t
     await communicator.send_json_to({"type": "prompt", "text": "it starts snowing", "seq": 2})
     assert (await communicator.receive_json_from())["type"] == "accepted"
     forwarded = await forwarded_input(worker_channel)
-    assert forwarded["input"] == {"type": "prompt", "text": "it starts snowing",
-                                             "participant": participant.username}  # fmt: skip
+    assert forwarded.input == {"type": "prompt", "text": "it starts snowing", "participant": participant.username}
     await communicator.disconnect()
 
 
@@ -481,7 +481,8 @@ async def test_an_input_the_busy_worker_cannot_take_is_refused_and_not_kept(runn
     worker_channel = await worker_layer.new_channel()
     await database_sync_to_async(WorkerNode.objects.filter(pk=session.worker_id).update)(channel_name=worker_channel)
     for _ in range(worker_layer.capacity):  # the worker's process has stopped reading: its inbox is full
-        await worker_layer.send(worker_channel, {"type": "worker.forward", "message": {"type": "session.refresh"}})
+        refresh = worker_forward_event(worker_protocol.SessionRefresh(session=str(session.pk)))
+        await worker_layer.send(worker_channel, refresh)
     owner = await database_sync_to_async(lambda: session.owner)()
     communicator = await connect(session.pk, owner)
     await communicator.connect()
@@ -496,8 +497,8 @@ async def test_an_input_the_busy_worker_cannot_take_is_refused_and_not_kept(runn
     await communicator.send_json_to({"type": "key_down", "key": "KeyW", "seq": 1})
     accepted = await communicator.receive_json_from()
     assert accepted["type"] == "accepted" and not accepted["duplicate"]
-    forwarded = (await worker_layer.receive(worker_channel))["message"]
-    assert forwarded["type"] == "session.input" and forwarded["sequence"] == accepted["sequence"]
+    forwarded = worker_protocol.decode_from_platform((await worker_layer.receive(worker_channel))["text"])
+    assert isinstance(forwarded, worker_protocol.SessionInput) and forwarded.sequence == accepted["sequence"]
     logged = await database_sync_to_async(lambda: list(SessionEvent.objects.filter(session=session)))()
     assert [event.sequence for event in logged] == [accepted["sequence"]]
     await communicator.disconnect()

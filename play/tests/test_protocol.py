@@ -11,6 +11,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inference import protocol as worker_protocol
 from play import protocol
 
 # Values a browser (or an attacker) can put in any field: every JSON type, and numbers around each bound.
@@ -120,13 +121,13 @@ def test_a_message_for_browsers_is_one_the_protocol_defines_or_refused(message: 
 
 
 WORKER_MESSAGES = [
-    {"type": "session.opened", "session": "s", "tick": 12},
-    {"type": "session.narration", "session": "s", "text": "A hall with two doors."},
-    {"type": "session.choices", "session": "s", "beat": "hall", "choices": ["left", "right"], "ended": False},
-    {"type": "session.votes", "session": "s", "tally": [1, 0], "closes_at_tick": 200},
-    {"type": "session.character_line", "session": "s", "character": "Mara", "text": "Hello.", "final": False},
-    {"type": "session.character_line", "session": "s", "character": "Mara", "text": "", "final": True},
-    {"type": "session.error", "session": "s", "sequence": 4, "error": "there is no choice 7"},
+    worker_protocol.SessionOpened(session="s", tick=12),
+    worker_protocol.SessionNarration(session="s", text="A hall with two doors."),
+    worker_protocol.SessionChoices(session="s", beat="hall", choices=["left", "right"], ended=False),
+    worker_protocol.SessionVotes(session="s", tally=[1, 0], closes_at_tick=200),
+    worker_protocol.SessionCharacterLine(session="s", character="Mara", text="Hello.", final=False),
+    worker_protocol.SessionCharacterLine(session="s", character="Mara", text="", final=True),
+    worker_protocol.SessionError(session="s", sequence=4, error="there is no choice 7"),
 ]
 
 
@@ -157,3 +158,7 @@ def test_protocol_md_names_every_browser_input_with_its_fields_as_defined() -> N
         for kind in (protocol.Ack, *protocol.BROWSER_INPUTS)
     }
     assert documented_inputs() == defined
+
+
+def test_the_browser_inputs_defined_are_the_ones_a_session_applies() -> None:
+    assert tuple(kind.__struct_config__.tag for kind in protocol.BROWSER_INPUTS) == protocol.INPUT_TYPES

@@ -18,7 +18,7 @@ def test_a_conversation_reopens_from_its_newest_snapshot_though_every_tick_is_ze
     session = PlaySessionFactory(engine="conversation")
     for sequence in range(1, 6):
         session_snapshot_store(session_id=session.pk, tick=0, sequence=sequence, engine_state=b"", narrative={})
-    assert session_open_message(session=session)["snapshot"]["sequence"] == 5
+    assert session_open_message(session=session).snapshot.sequence == 5
     kept = SessionSnapshot.objects.filter(session=session).values_list("sequence", flat=True)
     assert sorted(kept) == [3, 4, 5]
 
@@ -30,6 +30,6 @@ def test_the_reopen_takes_the_highest_tick_and_the_latest_stored_among_equals(ti
     for sequence, tick in enumerate(ticks, start=1):
         session_snapshot_store(session_id=session.pk, tick=tick, sequence=sequence, engine_state=b"", narrative={})
     stored = sorted(enumerate(ticks, start=1), key=lambda pair: (pair[1], pair[0]), reverse=True)
-    assert session_open_message(session=session)["snapshot"]["sequence"] == stored[0][0]
+    assert session_open_message(session=session).snapshot.sequence == stored[0][0]
     kept = SessionSnapshot.objects.filter(session=session).values_list("sequence", flat=True)
     assert sorted(kept) == sorted(sequence for sequence, _ in stored[:SNAPSHOTS_KEPT])

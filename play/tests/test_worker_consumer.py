@@ -7,6 +7,7 @@ import secrets
 import uuid
 from datetime import timedelta
 
+import msgspec
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -18,7 +19,7 @@ from django.utils import timezone
 from config.routing import application
 from inference import protocol
 from play.models import PlaySession
-from play.services import event_log_and_forward, session_group
+from play.services import event_log_and_forward, session_group, worker_forward_event
 from play.tests.factories import PlaySessionFactory
 from tests.fixtures import another_process_layer
 from workers.models import WorkerNode
@@ -40,12 +41,16 @@ async def connect(token: str) -> tuple[WebsocketCommunicator, bool]:
     return communicator, connected
 
 
+async def send(communicator: WebsocketCommunicator, message: protocol.WorkerToPlatform) -> None:
+    await communicator.send_to(text_data=protocol.encode(message))
+
+
 async def connect_worker(name: str = "gpu-box-1") -> WebsocketCommunicator:
     _, token = await database_sync_to_async(worker_issue_token)(name=name)
     communicator, connected = await connect(token)
     assert connected
-    welcome = await communicator.receive_json_from()
-    assert welcome == protocol.welcome_message(worker=name, heartbeat_seconds=welcome["heartbeat_seconds"])
+    welcome = protocol.decode_from_platform(await communicator.receive_from())
+    assert welcome == protocol.PlatformWelcome(worker=name, heartbeat_seconds=welcome.heartbeat_seconds)
     return communicator
 
 
@@ -85,10 +90,8 @@ async def test_it_refuses_a_rotated_token() -> None:
 
 async def test_a_hello_records_engines_and_slots() -> None:
     communicator = await connect_worker()
-    await communicator.send_json_to(
-        protocol.hello_message(engines=["raycaster"], slots=8, free_slots=6, device="cuda:0")
-    )
-    await communicator.send_json_to(protocol.heartbeat_message(free_slots=5))  # ordered after the hello
+    await send(communicator, protocol.WorkerHello(engines=["raycaster"], slots=8, free_slots=6, device="cuda:0"))
+    await send(communicator, protocol.WorkerHeartbeat(free_slots=5))  # ordered after the hello
     await communicator.receive_nothing(timeout=0.3)
     worker = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
     assert (worker.engines, worker.slots, worker.free_slots, worker.device) == (["raycaster"], 8, 5, "cuda:0")
@@ -111,7 +114,7 @@ async def test_a_malformed_message_gets_an_error_and_the_connection_stays_open()
         "error": "unknown message type 'worker.dance'",
         "received_type": "worker.dance",
     }
-    await communicator.send_json_to(protocol.heartbeat_message(free_slots=2))
+    await send(communicator, protocol.WorkerHeartbeat(free_slots=2))
     await communicator.receive_nothing(timeout=0.3)
     worker = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
     assert worker.free_slots == 2
@@ -135,8 +138,8 @@ async def test_a_disconnected_worker_no_longer_counts() -> None:
 async def assigned(communicator: WebsocketCommunicator, worker_name: str, session_id: str) -> None:
     """Give the session to the worker as play.services does: a session.open on the worker's channel."""
     channel = await database_sync_to_async(lambda: WorkerNode.objects.get(name=worker_name).channel_name)()
-    message = {"type": "session.open", "session": session_id}
-    await get_channel_layer().send(channel, {"type": "worker.forward", "message": message})
+    opening = protocol.SessionOpen(session=session_id, engine="raycaster", spec={})
+    await get_channel_layer().send(channel, worker_forward_event(opening))
     assert (await communicator.receive_json_from())["type"] == "session.open"
 
 
@@ -150,17 +153,17 @@ async def test_a_worker_may_publish_only_to_the_sessions_assigned_to_it() -> Non
     for target in strangers:
         await other_worker.send_to(bytes_data=protocol.frame_encode(session=target, number=9, sequence=0, jpeg=b"x"))
         assert "not assigned" in (await other_worker.receive_json_from())["error"]
-        await other_worker.send_json_to({"type": "session.narration", "session": target, "text": "forged"})
+        await send(other_worker, protocol.SessionNarration(session=target, text="forged"))
         assert "not assigned" in (await other_worker.receive_json_from())["error"]
-    await owner_worker.send_json_to({"type": "session.narration", "session": session, "text": "the real one"})
+    await send(owner_worker, protocol.SessionNarration(session=session, text="the real one"))
     relayed = await get_channel_layer().receive(browsers)
     assert relayed["message"] == {"type": "narration", "text": "the real one"}  # and nothing forged before it
     await get_channel_layer().send(
         await database_sync_to_async(lambda: WorkerNode.objects.get(name="gpu-box-1").channel_name)(),
-        {"type": "worker.forward", "message": {"type": "session.close", "session": session}},
+        worker_forward_event(protocol.SessionClose(session=session)),
     )
     assert (await owner_worker.receive_json_from())["type"] == "session.close"
-    await owner_worker.send_json_to({"type": "session.narration", "session": session, "text": "after closing"})
+    await send(owner_worker, protocol.SessionNarration(session=session, text="after closing"))
     assert "not assigned" in (await owner_worker.receive_json_from())["error"]
     await owner_worker.disconnect()
     await other_worker.disconnect()
@@ -176,7 +179,7 @@ async def test_a_worker_that_missed_an_input_is_sent_the_session_again_with_the_
     assert (await worker.receive_json_from())["sequence"] == 1
     assert (await worker.receive_json_from())["sequence"] == 2
     await assigned(worker, "gpu-box-1", str(session.pk))
-    await worker.send_json_to({"type": "session.missing", "session": str(session.pk), "after": 0})
+    await send(worker, protocol.SessionMissing(session=str(session.pk), after=0))
     reopened = await worker.receive_json_from(timeout=5)
     assert reopened["type"] == "session.open" and reopened["session"] == str(session.pk)
     assert [pending["sequence"] for pending in reopened["pending"]] == [1, 2]
@@ -200,14 +203,15 @@ async def test_a_proposal_goes_back_to_its_worker_even_while_the_workers_channel
     full_channel = await full_layer.new_channel()
     await database_sync_to_async(WorkerNode.objects.filter(name="gpu-box-1").update)(channel_name=full_channel)
     for _ in range(full_layer.capacity):
-        await full_layer.send(full_channel, {"type": "worker.forward", "message": {"type": "session.refresh"}})
-    offer = {"type": "offer", "beat": "start", "choices": ["Left", "Right"]}
-    await worker.send_json_to({"type": "session.propose", "session": str(session.pk), "input": offer})
-    forwarded = await worker.receive_json_from(timeout=5)
-    assert forwarded == {"type": "session.input", "session": str(session.pk), "sequence": 1, "input": offer}
+        await full_layer.send(full_channel, worker_forward_event(protocol.SessionRefresh(session=str(session.pk))))
+    choices = [protocol.OfferedChoice(text="Left", to="left"), protocol.OfferedChoice(text="Right", to="right")]
+    offer = protocol.Offer(beat="start", choices=choices, source="authored")
+    await send(worker, protocol.SessionPropose(session=str(session.pk), input=offer))
+    forwarded = protocol.decode_from_platform(await worker.receive_from(timeout=5))
+    assert forwarded == protocol.SessionInput(session=str(session.pk), sequence=1, input=msgspec.to_builtins(offer))
     logged = await database_sync_to_async(lambda: list(session.events.values_list("sequence", "kind")))()
     assert logged == [(1, "offer")]
-    await worker.send_json_to({"type": "worker.heartbeat", "free_slots": 1})  # the connection is still open
+    await send(worker, protocol.WorkerHeartbeat(free_slots=1))  # the connection is still open
     assert await worker.receive_nothing(timeout=0.5)
     await worker.disconnect()
     for _ in range(full_layer.capacity):

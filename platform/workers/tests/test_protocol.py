@@ -1,16 +1,18 @@
-"""The worker protocol's checks, which both the platform and the worker rely on."""
+"""The worker protocol's checks at the platform's edge: what a worker's hello must be."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from inference import protocol
 
+HELLO = protocol.WorkerHello(engines=["raycaster"], slots=4, free_slots=4, device="cpu")
+
 
 def test_a_hello_round_trips() -> None:
-    message = protocol.hello_message(engines=["raycaster"], slots=4, free_slots=4, device="cpu")
-    hello = protocol.parse_hello(protocol.decode(protocol.encode(message)))
-    assert hello == protocol.WorkerHello(engines=["raycaster"], slots=4, free_slots=4, device="cpu")
+    assert protocol.decode_from_worker(protocol.encode(HELLO)) == HELLO
 
 
 @pytest.mark.parametrize(
@@ -25,12 +27,12 @@ def test_a_hello_round_trips() -> None:
     ],
 )
 def test_a_bad_hello_is_refused_with_a_reason(change: dict[str, object], complaint: str) -> None:
-    message = protocol.hello_message(engines=["raycaster"], slots=4, free_slots=4, device="cpu") | change
+    text = json.dumps(json.loads(protocol.encode(HELLO)) | change)
     with pytest.raises(protocol.ProtocolError, match=complaint):
-        protocol.parse_hello(message)
+        protocol.decode_from_worker(text)
 
 
 @pytest.mark.parametrize("text", ["", "[]", '{"type": 3}', "null", '"worker.hello"'])
 def test_messages_without_a_type_are_refused(text: str) -> None:
     with pytest.raises(protocol.ProtocolError):
-        protocol.decode(text)
+        protocol.decode_from_worker(text)
