@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.files.storage import default_storage
@@ -16,6 +16,7 @@ from play import protocol, services
 from play.models import PlaySession
 from play.selectors import session_role, sessions_open_for, version_playable
 from worlds.models import World
+from worlds.published import PublishedCharacter, published_world
 
 
 @login_required
@@ -27,7 +28,7 @@ def play(request: HttpRequest, slug: str) -> HttpResponse:
     if version is None:
         raise Http404("This world has no version you can play yet.")
     if request.method == "POST":
-        if version.document["world"]["category"] == "live":
+        if published_world(version).world.category == "live":
             session = services.live_session_join(version=version, user=request.user)
         else:
             session = services.session_start(version=version, owner=request.user)
@@ -42,13 +43,12 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
     role = session_role(session=session, user=request.user)
     if role is None:
         raise Http404("No such session.")
-    document = session.version.document
-    characters = document.get("characters", [])
+    characters = published_world(session.version).characters
     context = {
         "session": session,
         "role": role,
         "world": session.version.world,
-        "characters": [character["name"] for character in characters],
+        "characters": [character.name for character in characters],
         "participants": [session.owner, *session.participants.all()] if session.is_live else [],
         "conversation": conversation_for(session=session, characters=characters),
         "is_creator": session.version.world.owner_id == request.user.pk,
@@ -57,11 +57,10 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, "play/session.html", context)
 
 
-def conversation_for(*, session: PlaySession, characters: list[dict[str, Any]]) -> dict[str, str] | None:
+def conversation_for(*, session: PlaySession, characters: Sequence[PublishedCharacter]) -> dict[str, str] | None:
     """The character a conversation session is with (its portrait and greeting), or None for a world."""
     if session.engine != CONVERSATION or not characters:
         return None
     character = characters[0]
-    portrait = character.get("portrait") or ""
-    return {"name": character["name"], "greeting": character.get("greeting", ""),
-            "portrait_url": default_storage.url(portrait) if portrait else ""}  # fmt: skip
+    portrait_url = default_storage.url(character.portrait) if character.portrait else ""
+    return {"name": character.name, "greeting": character.greeting, "portrait_url": portrait_url}
