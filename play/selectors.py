@@ -22,6 +22,7 @@ from workers.selectors import workers_connected
 from worlds.formats import active_entries
 from worlds.interchange import lorebook_from_document
 from worlds.models import Character
+from worlds.published import PublishedWorld, published_world
 
 # Newest first: a conversation has no engine tick, so all its snapshots share tick 0 and the row's id, which
 # only grows, decides among them.
@@ -83,7 +84,7 @@ def queue_estimated_wait_seconds(*, place: int, engine: str) -> int | None:
 
 def session_open_message(*, session: PlaySession) -> SessionOpen:
     """What a worker needs to open (or reopen) the session: spec, story, last snapshot, inputs to replay."""
-    document = session.version.document
+    published = published_world(session.version)
     snapshot = session.snapshots.order_by(*SNAPSHOTS_NEWEST_FIRST).first()
     after = snapshot.sequence if snapshot else 0
     events: QuerySet[SessionEvent] = session.events.filter(sequence__gt=after)
@@ -102,13 +103,12 @@ def session_open_message(*, session: PlaySession) -> SessionOpen:
     pending = [
         PendingInput(sequence=event.sequence, input=event.payload) for event in events if event.applied_tick is None
     ]
-    stories = document.get("stories", [])
     return SessionOpen(
         session=str(session.pk),
         engine=session.engine,
         live=session.is_live,
-        spec=document["world"]["engine_parameters"],
-        story=stories[0] if stories else None,
+        spec=published.world.engine_parameters,
+        story=published.stories[0] if published.stories else None,
         snapshot=Snapshot(
             tick=snapshot.tick,
             sequence=snapshot.sequence,
@@ -132,22 +132,26 @@ CHARACTER_FIELDS_FOR_WORKERS = (
 
 def session_narrative(*, session: PlaySession) -> dict[str, Any]:
     """What the narrative engine needs of the session's world (read by inference.narrative.setting)."""
-    document = session.version.document
-    world = document["world"]
+    published = published_world(session.version)
+    world = published.world
     ids = dict(session.version.world.characters.values_list("name", "id"))
     return {
-        "title": world.get("title", ""),
-        "description": world.get("description", ""),
-        "world_rules": world.get("world_rules", ""),
+        "title": world.title,
+        "description": world.description,
+        "world_rules": world.world_rules,
         # Characters address the session's owner by name; a Live participant is named by each speech input.
         "player_name": str(session.owner),
-        "content_rating": world.get("content_rating", "everyone"),
+        "content_rating": world.content_rating,
         "characters": [
-            {name: character[name] for name in CHARACTER_FIELDS_FOR_WORKERS if name in character}
-            | {"id": ids.get(character["name"])}
-            for character in document.get("characters", [])
+            {
+                name: character.as_published[name]
+                for name in CHARACTER_FIELDS_FOR_WORKERS
+                if name in character.as_published
+            }
+            | {"id": ids.get(character.name)}
+            for character in published.characters
         ],
-        "hooks": document.get("hooks", []),
+        "hooks": published.hooks,
         "safety": safety_terms(),
     }
 
@@ -190,15 +194,16 @@ def lore_active(*, session: PlaySession, character_name: str, recent: list[str])
 
 def lore_in_document(*, document: dict[str, Any], character_name: str, recent: list[str]) -> list[str]:
     """The texts of a world document's lorebook entries (the world's and the character's) that `recent` activates."""
-    books = {book["key"]: book for book in document.get("lorebooks", [])}
-    keys = list(document["world"].get("lorebooks", []))
-    character = next((item for item in document.get("characters", []) if item["name"] == character_name), {})
-    if character.get("lorebook") and character["lorebook"] not in keys:
-        keys.append(character["lorebook"])
+    published = PublishedWorld.of(document)
+    keys = list(published.world.lorebooks)
+    character = published.character_named(character_name)
+    if character is not None and character.lorebook and character.lorebook not in keys:
+        keys.append(character.lorebook)
     texts: list[str] = []
     for key in keys:
-        if key in books:
-            texts += [entry.content for entry in active_entries(lorebook_from_document(books[key]), recent)]
+        if key in published.lorebooks:
+            book = lorebook_from_document(dict(published.lorebooks[key]))
+            texts += [entry.content for entry in active_entries(book, recent)]
     return texts
 
 
@@ -223,7 +228,7 @@ def live_text_refusal(*, session: PlaySession, payload: dict[str, Any]) -> str |
     """Why a participant's prompt or speech may not reach a Live world everyone watches, or None."""
     if not session.is_live or "text" not in payload:
         return None
-    rating = session.version.document["world"].get("content_rating", "everyone")
+    rating = published_world(session.version).world.content_rating
     if refused_terms(payload["text"], rating=rating, terms=term_filter_load()):
         return "the moderation filter held that back; it does not fit this world's rating"
     return None

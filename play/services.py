@@ -43,6 +43,7 @@ from play.selectors import (
 )
 from workers.models import WorkerNode
 from worlds.models import WorldVersion
+from worlds.published import published_world
 from worlds.services import hook_outcome_record
 
 logger = logging.getLogger(__name__)
@@ -109,13 +110,13 @@ def send_to_browsers(session_id: Any, message: protocol.ForBrowser) -> None:
 @transaction.atomic
 def session_start(*, version: WorldVersion, owner: User) -> PlaySession:
     """A new session of a published version for `owner`, dispatched at once or queued."""
-    world = version.document["world"]
+    world = published_world(version).world
     session = PlaySession.objects.create(
         version=version,
         owner=owner,
         # A character published on its own is a conversation: no world to draw.
-        engine=CONVERSATION if world["category"] == "characters" else world["engine"],
-        is_live=world["category"] == "live",
+        engine=CONVERSATION if world.category == "characters" else world.engine,
+        is_live=world.category == "live",
         queued_at=timezone.now(),
     )
     world_play_record(player=owner, world=version.world)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.files.storage import default_storage
@@ -10,24 +10,32 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
+from accounts.models import User
 from accounts.roles import PLAY
 from inference.play.host import CONVERSATION
 from play import protocol, services
 from play.models import PlaySession
 from play.selectors import session_role, sessions_open_for, version_playable
 from worlds.models import World
+from worlds.published import PublishedCharacter, published_world
+
+
+class SignedInRequest(HttpRequest):
+    """A request that got past login_required: its user is a User, never anonymous."""
+
+    user: User
 
 
 @login_required
 @permission_required(PLAY, raise_exception=True)
 @require_http_methods(["GET", "POST"])
-def play(request: HttpRequest, slug: str) -> HttpResponse:
+def play(request: SignedInRequest, slug: str) -> HttpResponse:
     world = get_object_or_404(World, slug=slug)
     version = version_playable(world=world, user=request.user)
     if version is None:
         raise Http404("This world has no version you can play yet.")
     if request.method == "POST":
-        if version.document["world"]["category"] == "live":
+        if published_world(version).world.category == "live":
             session = services.live_session_join(version=version, user=request.user)
         else:
             session = services.session_start(version=version, owner=request.user)
@@ -37,18 +45,19 @@ def play(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
+def session_page(request: SignedInRequest, session_id: str) -> HttpResponse:
     session = get_object_or_404(PlaySession.objects.select_related("version__world"), pk=session_id)
     role = session_role(session=session, user=request.user)
     if role is None:
         raise Http404("No such session.")
-    document = session.version.document
-    characters = document.get("characters", [])
+    published = published_world(session.version)
+    characters = published.characters
     context = {
+        "has_story": bool(published.stories),
         "session": session,
         "role": role,
         "world": session.version.world,
-        "characters": [character["name"] for character in characters],
+        "characters": [character.name for character in characters],
         "participants": [session.owner, *session.participants.all()] if session.is_live else [],
         "conversation": conversation_for(session=session, characters=characters),
         "is_creator": session.version.world.owner_id == request.user.pk,
@@ -57,11 +66,10 @@ def session_page(request: HttpRequest, session_id: str) -> HttpResponse:
     return render(request, "play/session.html", context)
 
 
-def conversation_for(*, session: PlaySession, characters: list[dict[str, Any]]) -> dict[str, str] | None:
+def conversation_for(*, session: PlaySession, characters: Sequence[PublishedCharacter]) -> dict[str, str] | None:
     """The character a conversation session is with (its portrait and greeting), or None for a world."""
     if session.engine != CONVERSATION or not characters:
         return None
     character = characters[0]
-    portrait = character.get("portrait") or ""
-    return {"name": character["name"], "greeting": character.get("greeting", ""),
-            "portrait_url": default_storage.url(portrait) if portrait else ""}  # fmt: skip
+    portrait_url = default_storage.url(character.portrait) if character.portrait else ""
+    return {"name": character.name, "greeting": character.greeting, "portrait_url": portrait_url}

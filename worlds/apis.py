@@ -1,13 +1,14 @@
 """The authoring API: a creator's working copies (private), published versions (read-only), publish, remix.
 
 Plain CRUD goes through ModelViewSets scoped to the caller's own rows, so another creator's drafts answer
-404. Every write goes through worlds.services, so model validation gives the same messages as the studio.
-Nested rows (clues, lore entries, branches, beats) are written with their parent and replace its old ones.
+404. Serializers only validate; every write is handed to the entity's service in worlds.services, the same
+one the studio calls, so model validation gives the same messages. Nested rows (clues, lore entries, branches,
+beats) are written with their parent and replace its old ones.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django.db import models
 from django.db.models import Model, QuerySet
@@ -72,34 +73,12 @@ class NotNullJSONField(serializers.JSONField):
 
 
 class OwnedSerializer(serializers.ModelSerializer):
-    """A serializer whose nested lists (declared in `children`) are saved with the parent by a service."""
+    """Validates one of the caller's rows, with its nested rows; the viewset hands the result to a service."""
 
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.JSONField: NotNullJSONField,
     }
-    children: ClassVar[tuple[str, ...]] = ()
-
-    def create(self, validated_data: dict[str, Any]) -> Model:
-        return self.save_with_children(self.Meta.model(**self.owner_of(validated_data)), validated_data)
-
-    def update(self, instance: Model, validated_data: dict[str, Any]) -> Model:
-        return self.save_with_children(instance, validated_data)
-
-    def save_with_children(self, instance: Model, values: dict[str, Any]) -> Model:
-        children = {name: values.pop(name) for name in self.children if name in values}
-        relations = {name: values.pop(name) for name in list(values) if self.is_many_to_many(name)}
-        services.content_save_with_children(instance, values, children)
-        for name, related in relations.items():
-            getattr(instance, name).set(related)
-        return instance
-
-    def owner_of(self, validated_data: dict[str, Any]) -> dict[str, Any]:
-        has_owner = any(field.name == "owner" for field in self.Meta.model._meta.concrete_fields)
-        return {"owner": self.context["request"].user} if has_owner else {}
-
-    def is_many_to_many(self, name: str) -> bool:
-        return any(field.name == name for field in self.Meta.model._meta.many_to_many)
 
     def own(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
         user = self.context["request"].user
@@ -108,7 +87,6 @@ class OwnedSerializer(serializers.ModelSerializer):
 
 
 class LorebookSerializer(OwnedSerializer):
-    children = ("entries",)
     entries = LoreEntrySerializer(many=True, required=False)
 
     class Meta:
@@ -117,7 +95,6 @@ class LorebookSerializer(OwnedSerializer):
 
 
 class CharacterSerializer(OwnedSerializer):
-    children = ("clues",)
     clues = ClueSerializer(many=True, required=False)
 
     class Meta:
@@ -154,20 +131,6 @@ class WorldSerializer(OwnedSerializer):
         data["tags"] = sorted(world.tags.values_list("name", flat=True))
         return data
 
-    def create(self, validated_data: dict[str, Any]) -> World:
-        characters, lorebooks = validated_data.pop("characters", []), validated_data.pop("lorebooks", [])
-        world = services.world_create(owner=self.context["request"].user, **validated_data)
-        world.characters.set(characters)
-        world.lorebooks.set(lorebooks)
-        return world
-
-    def update(self, world: World, validated_data: dict[str, Any]) -> World:
-        relations = {name: validated_data.pop(name) for name in ("characters", "lorebooks") if name in validated_data}
-        services.world_update(world=world, **validated_data)
-        for name, related in relations.items():
-            getattr(world, name).set(related)
-        return world
-
 
 class WorldPartSerializer(OwnedSerializer):
     """Hooks and stories belong to one of the caller's worlds."""
@@ -179,7 +142,6 @@ class WorldPartSerializer(OwnedSerializer):
 
 
 class HookSerializer(WorldPartSerializer):
-    children = ("branches",)
     branches = HookBranchSerializer(many=True, required=False)
 
     class Meta:
@@ -188,7 +150,6 @@ class HookSerializer(WorldPartSerializer):
 
 
 class StorySerializer(WorldPartSerializer):
-    children = ("beats",)
     beats = BeatSerializer(many=True, required=False)
 
     class Meta:
@@ -215,7 +176,8 @@ class VersionSerializer(serializers.ModelSerializer):
 
 
 class OwnedViewSet(viewsets.ModelViewSet):
-    """CRUD over the caller's own rows; everyone else's are invisible (404)."""
+    """CRUD over the caller's own rows; everyone else's are invisible (404). Writes go to `created` and
+    `updated`, which hand the validated values to the entity's service."""
 
     permission_classes = [CanCreate]
     owner_path = "owner"
@@ -226,27 +188,69 @@ class OwnedViewSet(viewsets.ModelViewSet):
             return model.objects.none()
         return model.objects.filter(**{self.owner_path: self.request.user})
 
+    def perform_create(self, serializer: serializers.BaseSerializer) -> None:
+        serializer.instance = self.created(serializer.validated_data)
+
+    def perform_update(self, serializer: serializers.BaseSerializer) -> None:
+        serializer.instance = self.updated(serializer.instance, serializer.validated_data)
+
+    def created(self, values: dict[str, Any]) -> Model:
+        raise NotImplementedError
+
+    def updated(self, instance: Any, values: dict[str, Any]) -> Model:
+        raise NotImplementedError
+
 
 class LorebookViewSet(OwnedViewSet):
     serializer_class = LorebookSerializer
 
+    def created(self, values: dict[str, Any]) -> Lorebook:
+        return services.lorebook_create(owner=self.request.user, **values)
+
+    def updated(self, lorebook: Lorebook, values: dict[str, Any]) -> Lorebook:
+        return services.lorebook_update(lorebook=lorebook, **values)
+
 
 class CharacterViewSet(OwnedViewSet):
     serializer_class = CharacterSerializer
+
+    def created(self, values: dict[str, Any]) -> Character:
+        return services.character_create(owner=self.request.user, **values)
+
+    def updated(self, character: Character, values: dict[str, Any]) -> Character:
+        return services.character_update(character=character, **values)
 
 
 class HookViewSet(OwnedViewSet):
     serializer_class = HookSerializer
     owner_path = "world__owner"
 
+    def created(self, values: dict[str, Any]) -> Hook:
+        return services.hook_create(**values)
+
+    def updated(self, hook: Hook, values: dict[str, Any]) -> Hook:
+        return services.hook_update(hook=hook, **values)
+
 
 class StoryViewSet(OwnedViewSet):
     serializer_class = StorySerializer
     owner_path = "world__owner"
 
+    def created(self, values: dict[str, Any]) -> Story:
+        return services.story_create(**values)
+
+    def updated(self, story: Story, values: dict[str, Any]) -> Story:
+        return services.story_update(story=story, **values)
+
 
 class WorldViewSet(OwnedViewSet):
     serializer_class = WorldSerializer
+
+    def created(self, values: dict[str, Any]) -> World:
+        return services.world_create(owner=self.request.user, **values)
+
+    def updated(self, world: World, values: dict[str, Any]) -> World:
+        return services.world_update(world=world, **values)
 
     @extend_schema(request=None, responses=VersionSerializer)
     @action(detail=True, methods=["post"])

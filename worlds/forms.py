@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import models, transaction
+from django.db import models
 from django.forms.models import BaseInlineFormSet
 
 from accounts.models import User
@@ -27,7 +27,17 @@ from inference.world.spec import CONFIG as SPEC_CONFIG
 from inference.world.spec import WorldSpec
 from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Clue, Hook, HookBranch, HookTrigger, Lorebook, LoreEntry, World
-from worlds.services import content_save, world_create, world_update
+from worlds.services import (
+    ChildRow,
+    character_create,
+    character_update,
+    hook_create,
+    hook_update,
+    lorebook_create,
+    lorebook_update,
+    world_create,
+    world_update,
+)
 
 # World events a branch may fire with no further detail; "spawn" takes an object kind and has its own input.
 SIMPLE_WORLD_EVENTS = ("night", "dawn", "day", "snow", "rain", "fog", "clear")
@@ -164,9 +174,9 @@ class StudioForm(forms.ModelForm):
             for legend, names, assembled in self.fieldsets
         ]
 
-    def save_through_services(self, *, owner: User) -> models.Model:
-        """Validate and save the instance the form built; forms that also set tags or links override this."""
-        return content_save(self.instance, {})
+    def save_through_service(self, *, owner: User, children: Sequence[ChildRow]) -> models.Model:
+        """Hand the form's values, its links and the rows of its formset (`children`) to the entity's service."""
+        raise NotImplementedError
 
 
 def model_values(form: forms.ModelForm) -> dict[str, Any]:
@@ -288,16 +298,11 @@ class WorldForm(StudioForm):
         cleaned["engine_parameters"] = parameters
         return cleaned
 
-    def save_through_services(self, *, owner: User) -> World:
-        values = model_values(self)
-        tags = self.cleaned_data["tags"]
+    def save_through_service(self, *, owner: User, children: Sequence[ChildRow]) -> World:
+        links = {name: self.cleaned_data[name] for name in ("tags", "characters", "lorebooks")}
         if self.instance.pk is None:
-            world = world_create(owner=owner, tags=tags, **values)
-        else:
-            world = world_update(world=self.instance, tags=tags, **values)
-        world.characters.set(self.cleaned_data["characters"])
-        world.lorebooks.set(self.cleaned_data["lorebooks"])
-        return world
+            return world_create(owner=owner, **links, **model_values(self))
+        return world_update(world=self.instance, **links, **model_values(self))
 
 
 class CharacterForm(StudioForm):
@@ -357,6 +362,11 @@ class CharacterForm(StudioForm):
         super().__init__(*arguments, **options)
         self.fields["lorebook"].queryset = Lorebook.objects.filter(owner=owner).order_by("name")
 
+    def save_through_service(self, *, owner: User, children: Sequence[ChildRow]) -> Character:
+        if self.instance.pk is None:
+            return character_create(owner=owner, clues=children, **model_values(self))
+        return character_update(character=self.instance, clues=children, **model_values(self))
+
 
 class ClueForm(StudioForm):
     fieldsets = (("Clue", ("name", "text", "condition", "condition_value"), None),)
@@ -380,6 +390,11 @@ class LorebookForm(StudioForm):
             "recursive_scanning": "Entries' content may trigger other entries.",
         }
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+    def save_through_service(self, *, owner: User, children: Sequence[ChildRow]) -> Lorebook:
+        if self.instance.pk is None:
+            return lorebook_create(owner=owner, entries=children, **model_values(self))
+        return lorebook_update(lorebook=self.instance, entries=children, **model_values(self))
 
 
 class LoreEntryForm(StudioForm):
@@ -494,6 +509,11 @@ class HookForm(StudioForm):
             cleaned["trigger_value"] = {name: cleaned.get(name) for name in names}
         return cleaned
 
+    def save_through_service(self, *, owner: User, children: Sequence[ChildRow]) -> Hook:
+        if self.instance.pk is None:
+            return hook_create(world=self.instance.world, branches=children, **model_values(self))
+        return hook_update(hook=self.instance, branches=children, **model_values(self))
+
 
 class HookBranchForm(StudioForm):
     examples = line_list(label="Example player inputs", help_text="One per line: things a player might type.")
@@ -560,13 +580,14 @@ class StudioInlineFormSet(BaseInlineFormSet):
     def item_name(self) -> str:
         return str(self.model._meta.verbose_name)
 
-    def save_through_services(self, parent: models.Model) -> None:
-        changed = self.save(commit=False)
-        # Deleted rows go first, so that a row may take the name of one deleted in the same save.
-        for child in self.deleted_objects:
-            child.delete()
-        for child in changed:
-            content_save(child, {self.fk.name: parent})
+    def rows_kept(self) -> list[models.Model]:
+        """The rows the page keeps, in its order: saved ones not marked for deletion, then new ones filled in."""
+        deleted = self.deleted_forms
+        return [
+            form.instance
+            for form in self.forms
+            if form not in deleted and (form.instance.pk is not None or form.has_changed())
+        ]
 
 
 def children_formset(parent: type[models.Model], form: type[StudioForm]) -> type[StudioInlineFormSet]:
@@ -586,21 +607,6 @@ def children_formset(parent: type[models.Model], form: type[StudioForm]) -> type
 ClueFormSet = children_formset(Character, ClueForm)
 LoreEntryFormSet = children_formset(Lorebook, LoreEntryForm)
 HookBranchFormSet = children_formset(Hook, HookBranchForm)
-
-
-def content_with_children_save(
-    form: StudioForm, formsets: Sequence[StudioInlineFormSet], *, owner: User
-) -> models.Model:
-    """Save a valid form and its formsets' rows in one transaction, so an error leaves nothing half-saved.
-
-    The forms validated each row alone; the services validate again with the parent set, and a
-    ValidationError they raise rolls back everything this call wrote.
-    """
-    with transaction.atomic():
-        parent = form.save_through_services(owner=owner)
-        for formset in formsets:
-            formset.save_through_services(parent)
-    return parent
 
 
 def service_errors_add(form: forms.Form, error: ValidationError) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -41,52 +42,128 @@ def slug_unique(title: str) -> str:
     return slug
 
 
-@transaction.atomic
-def content_save(instance: models.Model, values: dict[str, Any]) -> Any:
-    """Set `values` on a new or existing row, validate it as a whole, save it."""
+# A child row given to a service: a saved row to keep (its new values set on it) or the values of a new one.
+ChildRow = models.Model | dict[str, Any]
+
+
+def children_replace(*, parent: models.Model, relation: str, rows: Sequence[ChildRow]) -> None:
+    """Make `rows` the parent's rows of the reverse relation `relation` (a lorebook's entries, say).
+
+    Saved rows left out are deleted first, so that a row may take the name of one deleted in the same edit;
+    the rows given are then validated with the parent set and saved in order. An invalid row raises, and the
+    caller's transaction rolls everything back, so a failed edit never leaves half a lorebook behind.
+    """
+    related = parent._meta.get_field(relation)
+    kept = [row.pk for row in rows if isinstance(row, models.Model) and row.pk is not None]
+    getattr(parent, relation).exclude(pk__in=kept).delete()
+    for index, row in enumerate(rows):
+        child = row if isinstance(row, models.Model) else related.related_model(**row)
+        setattr(child, related.field.name, parent)
+        try:
+            child.full_clean()
+        except ValidationError as error:
+            raise ValidationError({relation: [f"#{index + 1}: {message}" for message in error.messages]}) from None
+        child.save()
+
+
+def content_with_relations_save(
+    instance: models.Model,
+    values: dict[str, Any],
+    *,
+    children: dict[str, Sequence[ChildRow] | None],
+    links: dict[str, Iterable[models.Model] | None],
+) -> Any:
+    """Set `values` on a new or existing row, validate it as a whole and save it; then set its many-to-many
+    `links` and replace its `children`, where None leaves one as it is."""
     for name, value in values.items():
         setattr(instance, name, value)
     instance.full_clean()
     instance.save()
-    return instance
-
-
-@transaction.atomic
-def content_save_with_children(
-    instance: models.Model, values: dict[str, Any], children: dict[str, list[dict[str, Any]]]
-) -> Any:
-    """Save a row and replace the rows of each named reverse relation (a lorebook's entries, say) at once.
-
-    The children are validated like any row; one invalid child rolls everything back, so a failed edit
-    never leaves half a lorebook behind.
-    """
-    content_save(instance, values)
+    for relation, linked in links.items():
+        if linked is not None:
+            getattr(instance, relation).set(linked)
     for relation, rows in children.items():
-        related = instance._meta.get_field(relation)
-        getattr(instance, relation).all().delete()
-        for index, row in enumerate(rows):
-            child = related.related_model(**row, **{related.field.name: instance})
-            try:
-                child.full_clean()
-            except ValidationError as error:
-                raise ValidationError({relation: [f"#{index + 1}: {message}" for message in error.messages]}) from None
-            child.save()
+        if rows is not None:
+            children_replace(parent=instance, relation=relation, rows=rows)
     return instance
 
 
 @transaction.atomic
-def world_create(*, owner: User, tags: list[str] | None = None, **values: Any) -> World:
-    world = content_save(World(owner=owner, slug=slug_unique(values.get("title", ""))), values)
+def world_create(
+    *,
+    owner: User,
+    tags: list[str] | None = None,
+    characters: Iterable[Character] = (),
+    lorebooks: Iterable[Lorebook] = (),
+    **values: Any,
+) -> World:
+    world = World(owner=owner, slug=slug_unique(values.get("title", "")))
+    content_with_relations_save(world, values, children={}, links={"characters": characters, "lorebooks": lorebooks})
     world_tags_set(world=world, tags=tags or [])
     return world
 
 
 @transaction.atomic
-def world_update(*, world: World, tags: list[str] | None = None, **values: Any) -> World:
-    content_save(world, values)
+def world_update(
+    *,
+    world: World,
+    tags: list[str] | None = None,
+    characters: Iterable[Character] | None = None,
+    lorebooks: Iterable[Lorebook] | None = None,
+    **values: Any,
+) -> World:
+    content_with_relations_save(world, values, children={}, links={"characters": characters, "lorebooks": lorebooks})
     if tags is not None:
         world_tags_set(world=world, tags=tags)
     return world
+
+
+@transaction.atomic
+def character_create(*, owner: User, clues: Sequence[ChildRow] = (), **values: Any) -> Character:
+    return character_update(character=Character(owner=owner), clues=clues, **values)
+
+
+@transaction.atomic
+def character_update(*, character: Character, clues: Sequence[ChildRow] | None = None, **values: Any) -> Character:
+    return content_with_relations_save(character, values, children={"clues": clues}, links={})
+
+
+@transaction.atomic
+def lorebook_create(*, owner: User, entries: Sequence[ChildRow] = (), **values: Any) -> Lorebook:
+    return lorebook_update(lorebook=Lorebook(owner=owner), entries=entries, **values)
+
+
+@transaction.atomic
+def lorebook_update(*, lorebook: Lorebook, entries: Sequence[ChildRow] | None = None, **values: Any) -> Lorebook:
+    return content_with_relations_save(lorebook, values, children={"entries": entries}, links={})
+
+
+@transaction.atomic
+def hook_create(*, world: World, branches: Sequence[ChildRow] = (), **values: Any) -> Hook:
+    return hook_update(hook=Hook(world=world), branches=branches, **values)
+
+
+@transaction.atomic
+def hook_update(*, hook: Hook, branches: Sequence[ChildRow] | None = None, **values: Any) -> Hook:
+    return content_with_relations_save(hook, values, children={"branches": branches}, links={})
+
+
+@transaction.atomic
+def story_create(
+    *, world: World, beats: Sequence[ChildRow] = (), characters: Iterable[Character] = (), **values: Any
+) -> Story:
+    return story_update(story=Story(world=world), beats=beats, characters=characters, **values)
+
+
+@transaction.atomic
+def story_update(
+    *,
+    story: Story,
+    beats: Sequence[ChildRow] | None = None,
+    characters: Iterable[Character] | None = None,
+    **values: Any,
+) -> Story:
+    return content_with_relations_save(story, values, children={"beats": beats}, links={"characters": characters})
 
 
 def world_tags_set(*, world: World, tags: list[str]) -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
 
 from accounts.models import User
-from worlds.forms import ChoicesField, StudioForm, children_formset
+from worlds.forms import ChoicesField, StudioForm, children_formset, model_values
 from worlds.models import Beat, Story
-from worlds.services import content_save
+from worlds.services import ChildRow, story_create, story_update
 
 
 class StoryForm(StudioForm):
@@ -29,10 +30,11 @@ class StoryForm(StudioForm):
         # A story can only use the world's characters: a published version holds no others.
         self.fields["characters"].queryset = self.instance.world.characters.order_by("name")
 
-    def save_through_services(self, *, owner: User) -> Story:
-        story = content_save(self.instance, {})
-        story.characters.set(self.cleaned_data["characters"])
-        return story
+    def save_through_service(self, *, owner: User, children: Sequence[ChildRow]) -> Story:
+        characters = self.cleaned_data["characters"]
+        if self.instance.pk is None:
+            return story_create(world=self.instance.world, beats=children, characters=characters, **model_values(self))
+        return story_update(story=self.instance, beats=children, characters=characters, **model_values(self))
 
 
 class BeatForm(StudioForm):

@@ -40,7 +40,6 @@ from worlds.forms import (
     StudioForm,
     StudioInlineFormSet,
     WorldForm,
-    content_with_children_save,
     errors_summarised,
     hook_playtest,
     service_errors_add,
@@ -115,12 +114,11 @@ def edit_page(
     form = form_class(*data, instance=instance, **(form_options or {}))
     formsets = [formset_class(*data, instance=instance)] if formset_class else []
     if data and all([form.is_valid(), *[formset.is_valid() for formset in formsets]]):
+        children = [row for formset in formsets for row in formset.rows_kept()]
         try:
-            saved = content_with_children_save(form, formsets, owner=request.user)
+            saved = form.save_through_service(owner=request.user, children=children)
         except ValidationError as error:
             service_errors_add(form, error)
-            if is_new:
-                instance.pk = None  # the row saved before the error was rolled back
         else:
             messages.success(request, f"Saved “{saved}”.")
             return redirect(reverse(PAGE_NAMES[type(saved)], args=[saved.pk]))

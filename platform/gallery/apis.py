@@ -22,6 +22,7 @@ from gallery.models import Listing
 from gallery.throttles import AnonymousSearchThrottle
 from gallery.views import url_or_none
 from worlds.categories import Category
+from worlds.published import published_world
 
 
 class ListingCardSerializer(serializers.ModelSerializer):
@@ -129,8 +130,8 @@ class GalleryWorldDetailApi(APIView):
 
         def get_characters(self, listing: Listing) -> list[dict[str, str]]:
             return [
-                {"name": c.get("name", ""), "greeting": c.get("greeting", "")}
-                for c in listing.version.document["characters"]
+                {"name": character.name, "greeting": character.greeting}
+                for character in published_world(listing.version).characters
             ]
 
         def get_versions(self, listing: Listing) -> list[dict[str, Any]]:

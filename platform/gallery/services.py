@@ -13,6 +13,7 @@ from django.utils import timezone
 from accounts.models import User
 from gallery.models import Follow, Like, Listing, Play
 from worlds.models import ReviewStatus, Tag, World, WorldVersion
+from worlds.published import published_world
 
 # Trending sums activity with exponential decay: an event counts half as much every half-life. Each event
 # adds weight * 2^((time - epoch) / half-life), which orders worlds exactly as the decayed sum at any "now"
@@ -57,20 +58,20 @@ def listing_refresh(*, world: World) -> Listing | None:
             listing.version, listing.featured_at = None, None
             listing.save(update_fields=["version", "featured_at"])
         return listing
-    document = live.document["world"]
-    tags = document.get("tags", [])
+    published = published_world(live)
+    facts, tags = published.world, published.world.tags
     values = {
         "version": live,
         "creator": world.owner,
         "slug": world.slug,
-        "title": document["title"],
-        "logline": document["logline"],
-        "description": document.get("description", ""),
-        "category": document["category"],
-        "content_rating": document["content_rating"],
-        "cover": document.get("cover_image", ""),
+        "title": facts.title,
+        "logline": facts.logline,
+        "description": facts.description,
+        "category": facts.category,
+        "content_rating": facts.content_rating,
+        "cover": facts.cover_image,
         "thumbnail": next((check.image.name for check in live.checks.all() if check.image), ""),
-        "search_text": " ".join([*tags, *(character.get("name", "") for character in live.document["characters"])]),
+        "search_text": " ".join([*tags, *(character.name for character in published.characters)]),
     }
     if listing is None:
         listing = Listing(world=world, listed_at=timezone.now(), **values)

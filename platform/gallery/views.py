@@ -21,6 +21,7 @@ from gallery.forms import BrowseForm, ContentSettingsForm
 from gallery.models import Listing
 from gallery.throttles import search_wait_seconds
 from worlds.categories import CATEGORY_BLURBS, Category
+from worlds.published import published_world
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -109,11 +110,10 @@ def url_or_none(name: str, *args: object) -> str | None:
 
 def world_page(request: HttpRequest, slug: str) -> HttpResponse:
     listing = selectors.listing_for_page(user=request.user, slug=slug)
-    document = listing.version.document
     is_creator = request.user.is_authenticated and request.user.has_perm(CREATE)
     context = {
         "listing": listing,
-        "characters": document["characters"],
+        "characters": published_world(listing.version).characters,
         "versions": selectors.versions_public(listing=listing),
         "remixed_from": selectors.remixed_from_visible(user=request.user, listing=listing),
         "play_url": url_or_none("play:play", listing.world.slug),

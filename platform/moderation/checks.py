@@ -20,8 +20,10 @@ from common.images import image_validator
 from inference.engine import preview_jpeg
 from inference.narrative.safety import TermFilter, refused_severities
 from moderation.models import CheckKind, Verdict
+from worlds.categories import Category
 from worlds.documents import world_document
-from worlds.models import ContentRating, WorldVersion
+from worlds.models import WorldVersion
+from worlds.published import PublishedWorld, published_world
 from worlds.selectors import world_problems
 
 TERMS_FILE = Path(__file__).resolve().parent / "data" / "terms.json"
@@ -77,7 +79,7 @@ def terms_check(version: WorldVersion) -> Outcome:
 
 def rating_check(version: WorldVersion) -> Outcome:
     """Terms the rating rules reserve for older audiences, against the rating the creator chose."""
-    rating = version.document["world"].get("content_rating", ContentRating.EVERYONE)
+    rating = published_world(version).world.content_rating
     refused = refused_severities(rating)
     mature = findings(version, "mature") if "mature" in refused else {}
     teen = findings(version, "teen") if "teen" in refused else {}
@@ -92,14 +94,12 @@ def rating_check(version: WorldVersion) -> Outcome:
     return Outcome(Verdict.PASS, f"nothing above the {rating} rating")
 
 
-def document_images(document: dict[str, Any]) -> list[tuple[str, str]]:
-    world = document["world"]
-    images = [("world.cover_image", world.get("cover_image", ""))]
+def published_images(published: PublishedWorld) -> list[tuple[str, str]]:
+    world = published.world
+    images = [("world.cover_image", world.cover_image)]
+    images += [(f"world.reference_images[{index}]", name) for index, name in enumerate(world.reference_images)]
     images += [
-        (f"world.reference_images[{index}]", name) for index, name in enumerate(world.get("reference_images", []))
-    ]
-    images += [
-        (f"characters[{index}].portrait", c.get("portrait", "")) for index, c in enumerate(document["characters"])
+        (f"characters[{index}].portrait", character.portrait) for index, character in enumerate(published.characters)
     ]
     return [(place, name) for place, name in images if name]
 
@@ -107,7 +107,7 @@ def document_images(document: dict[str, Any]) -> list[tuple[str, str]]:
 def images_check(version: WorldVersion) -> Outcome:
     """Every image the version names exists and passes the upload rules (type, size, dimensions)."""
     problems = {}
-    images = document_images(version.document)
+    images = published_images(published_world(version))
     for place, name in images:
         if not default_storage.exists(name):
             problems[place] = "the file is missing"
@@ -138,19 +138,19 @@ def references_check(version: WorldVersion) -> Outcome:
 
 def preview_check(version: WorldVersion) -> Outcome:
     """A first frame from the world's engine and a sample of the first character's greeting."""
-    document = version.document
+    published = published_world(version)
     details: dict[str, Any] = {}
     problems = []
-    characters = document["characters"]
+    characters = published.characters
     if characters:
         first = characters[0]
-        greeting = first.get("greeting", "").replace("{{char}}", first.get("name", "")).replace("{{user}}", "you")
-        details |= {"character": first.get("name", ""), "greeting": greeting[:GREETING_SAMPLE_CHARACTERS]}
-    elif document["world"].get("category") == "characters":
+        greeting = first.greeting.replace("{{char}}", first.name).replace("{{user}}", "you")
+        details |= {"character": first.name, "greeting": greeting[:GREETING_SAMPLE_CHARACTERS]}
+    elif published.world.category == Category.CHARACTERS:
         problems.append("a work in Characters has no character to greet players")
     image = None
     try:
-        image = preview_jpeg(document["world"].get("engine_parameters", {}), *PREVIEW_SIZE)
+        image = preview_jpeg(published.world.engine_parameters, *PREVIEW_SIZE)
     except ValueError as error:
         problems.append(f"the engine could not draw a first frame: {error}")
     if problems:

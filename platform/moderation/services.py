@@ -39,6 +39,7 @@ from moderation.models import (
     Verdict,
 )
 from worlds.models import ReviewStatus, World, WorldVersion
+from worlds.published import published_world
 
 logger = logging.getLogger(__name__)
 
@@ -77,11 +78,14 @@ def submission_open(*, version: WorldVersion) -> QueueItem:
     """Put a new version in the review queue and run its automated checks once it is committed."""
     from moderation.tasks import version_check_task  # tasks import this module
 
-    document = version.document["world"]
+    facts = published_world(version).world
     item = QueueItem.objects.create(
-        kind=QueueKind.SUBMISSION, world=version.world, version=version,
-        category=document["category"], content_rating=document["content_rating"],
-    )  # fmt: skip
+        kind=QueueKind.SUBMISSION,
+        world=version.world,
+        version=version,
+        category=facts.category,
+        content_rating=facts.content_rating,
+    )
     for kind in CheckKind:
         transaction.on_commit(partial(version_check_task.delay, version.pk, kind.value))
     return item
@@ -305,10 +309,10 @@ def appeal_file(*, decision: AuditEntry, creator: User, statement: str) -> Appea
             appeal.save()
     except IntegrityError:
         raise ValidationError("this decision has already been appealed; a decision can be appealed once") from None
-    document = version.document["world"]
+    facts = published_world(version).world
     QueueItem.objects.create(
         kind=QueueKind.APPEAL, world=version.world, version=version, appeal=appeal,
-        category=document["category"], content_rating=document["content_rating"],
+        category=facts.category, content_rating=facts.content_rating,
         automated_verdict=version.queue_items.filter(kind=QueueKind.SUBMISSION).values_list(
             "automated_verdict", flat=True
         ).first() or Verdict.PASS,

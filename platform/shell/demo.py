@@ -12,6 +12,7 @@ from accounts.demo import DEMO_PEOPLE
 from accounts.models import User
 from moderation.services import version_approve
 from worlds.models import ReviewStatus, World
+from worlds.published import PublishedWorld
 from worlds.services import slug_unique, world_from_document, world_publish
 
 DEMO_CONTENT = Path(worlds.__file__).resolve().parent / "demo_content"
@@ -29,7 +30,7 @@ def demo_worlds_ensure(*, creator: User) -> list[World]:
     worlds = []
     for path in sorted(DEMO_CONTENT.glob("*.json")):
         document = json.loads(path.read_text())
-        title = document["world"]["title"]
+        title = PublishedWorld.of(document).world.title
         world = World.objects.filter(owner=creator, title=title).first()
         if world is None:
             world = world_from_document(document, owner=creator, slug=slug_unique(title))

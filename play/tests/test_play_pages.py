@@ -10,7 +10,8 @@ from accounts.tests.factories import UserFactory
 from gallery.services import listing_refresh
 from play.models import PlaySession
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
-from worlds.tests.factories import WorldFactory
+from worlds.documents import world_document
+from worlds.tests.factories import BeatFactory, StoryFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -71,3 +72,15 @@ def test_a_takedown_ends_the_worlds_sessions_with_the_moderators_reason() -> Non
     finished.refresh_from_db()
     assert (session.status, session.ended_reason) == ("ended", "copies another work")
     assert finished.ended_reason == "left"
+
+
+def test_the_player_page_of_a_world_with_a_story_waits_for_its_first_choices() -> None:
+    session = PlaySessionFactory()
+    page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
+    assert 'data-story="false"' in page
+    story = StoryFactory(world=session.version.world)
+    BeatFactory(story=story, name=story.start_beat)
+    session.version.document = world_document(session.version.world)
+    session.version.save(update_fields=["document"])
+    page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
+    assert 'data-story="true"' in page
