@@ -21,13 +21,18 @@ from pathlib import Path
 from bench import Skipped
 
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = ("harbour fog lighthouse keeper desert caravan moon station orbit forest witch tower ember river "
-         "glass city neon rain garden clock engine frost mountain pilgrim archive ghost signal salt bridge "
-         "lantern market island storm dragon library tide canyon comet quiet").split()  # fmt: skip
+WORDS = (
+    "harbour fog lighthouse keeper desert caravan moon station orbit forest witch tower ember river "
+    "glass city neon rain garden clock engine frost mountain pilgrim archive ghost signal salt bridge "
+    "lantern market island storm dragon library tide canyon comet quiet"
+).split()
 # Descriptions are mostly words no search asks for, so a searched word matches a few percent of the worlds
 # as in a real gallery, not every one of them.
-FILLER = [f"{first}{second}" for first in ("ka", "lo", "mi", "te", "su", "ra", "no", "ve") for second in
-          ("ban", "dor", "lin", "mar", "sek", "tov", "ril", "gan", "pul", "zen")]  # fmt: skip
+FILLER = [
+    f"{first}{second}"
+    for first in ("ka", "lo", "mi", "te", "su", "ra", "no", "ve")
+    for second in ("ban", "dor", "lin", "mar", "sek", "tov", "ril", "gan", "pul", "zen")
+]
 CATEGORIES = ("games", "stories", "characters", "live")
 SORTS = ("trending", "new", "top")
 CLIENTS = 50
@@ -61,35 +66,67 @@ def seed(count: int) -> None:
     for start in range(0, count, 1000):
         numbers = range(start, min(start + 1000, count))
         texts = [
-            (f"{generator.choice(WORDS).title()} {generator.choice(WORDS).title()} {number}",
-             f"A {generator.choice(WORDS)} of {generator.choice(WORDS)} where the {generator.choice(WORDS)} waits.",
-             " ".join([*generator.choices(FILLER, k=40), generator.choice(WORDS)]))
+            (
+                f"{generator.choice(WORDS).title()} {generator.choice(WORDS).title()} {number}",
+                f"A {generator.choice(WORDS)} of {generator.choice(WORDS)} where the {generator.choice(WORDS)} waits.",
+                " ".join([*generator.choices(FILLER, k=40), generator.choice(WORDS)]),
+            )
             for number in numbers
-        ]  # fmt: skip
-        worlds = World.objects.bulk_create([
-            World(owner=generator.choice(creators), title=title, slug=f"bench-{number}", logline=logline,
-                  description=description, category=CATEGORIES[number % 4])
-            for number, (title, logline, description) in zip(numbers, texts, strict=True)
-        ])  # fmt: skip
-        versions = WorldVersion.objects.bulk_create([
-            WorldVersion(world=world, number=1, published_by=world.owner, status="approved", reviewed_by=moderator,
-                         document={"world": {"title": world.title}, "characters": []})
-            for world in worlds
-        ])  # fmt: skip
-        listings = Listing.objects.bulk_create([
-            Listing(world=world, version=version, creator_id=world.owner_id, slug=world.slug, title=world.title,
-                    logline=world.logline, description=world.description, category=world.category,
+        ]
+        worlds = World.objects.bulk_create(
+            [
+                World(
+                    owner=generator.choice(creators),
+                    title=title,
+                    slug=f"bench-{number}",
+                    logline=logline,
+                    description=description,
+                    category=CATEGORIES[number % 4],
+                )
+                for number, (title, logline, description) in zip(numbers, texts, strict=True)
+            ]
+        )
+        versions = WorldVersion.objects.bulk_create(
+            [
+                WorldVersion(
+                    world=world,
+                    number=1,
+                    published_by=world.owner,
+                    status="approved",
+                    reviewed_by=moderator,
+                    document={"world": {"title": world.title}, "characters": []},
+                )
+                for world in worlds
+            ]
+        )
+        listings = Listing.objects.bulk_create(
+            [
+                Listing(
+                    world=world,
+                    version=version,
+                    creator_id=world.owner_id,
+                    slug=world.slug,
+                    title=world.title,
+                    logline=world.logline,
+                    description=world.description,
+                    category=world.category,
                     content_rating=generator.choice(["everyone", "everyone", "teen", "mature"]),
                     listed_at=now - timedelta(minutes=generator.randrange(525_600)),
-                    play_count=generator.randrange(5000), like_count=generator.randrange(800),
-                    trending_score=generator.uniform(150, 160), search_text=generator.choice(WORDS))
-            for world, version in zip(worlds, versions, strict=True)
-        ])  # fmt: skip
-        Listing.tags.through.objects.bulk_create([
-            Listing.tags.through(listing=listing, tag=tag)
-            for listing in listings
-            for tag in generator.sample(tags, 3)
-        ])  # fmt: skip
+                    play_count=generator.randrange(5000),
+                    like_count=generator.randrange(800),
+                    trending_score=generator.uniform(150, 160),
+                    search_text=generator.choice(WORDS),
+                )
+                for world, version in zip(worlds, versions, strict=True)
+            ]
+        )
+        Listing.tags.through.objects.bulk_create(
+            [
+                Listing.tags.through(listing=listing, tag=tag)
+                for listing in listings
+                for tag in generator.sample(tags, 3)
+            ]
+        )
     Listing.objects.update(search_vector=search_vector())
 
 
@@ -180,8 +217,10 @@ def run(quick: bool) -> dict[str, float]:
     try:
         call_command("collectstatic", "--no-input", verbosity=0)
         seed(count)
-        figures = {"queries_per_page_20": float(queries_per_page(20)),
-                   "queries_per_page_100": float(queries_per_page(100))}  # fmt: skip
+        figures = {
+            "queries_per_page_20": float(queries_per_page(20)),
+            "queries_per_page_100": float(queries_per_page(100)),
+        }
         # Under ASGI every request runs in a thread of its own, and a persistent connection stays with each
         # thread: the default DATABASE_CONN_MAX_AGE exhausts PostgreSQL's 100 connections at 50 clients.
         environment = platform_environment(CELERY_BROKER_URL="", LOG_LEVEL="WARNING", DATABASE_CONN_MAX_AGE="0")

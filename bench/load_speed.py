@@ -76,8 +76,16 @@ def run(quick: bool) -> dict[str, float]:
         soak_ids, soak_cookies = fixtures(1)
         address = platform.url.removeprefix("http://")
         # The soak first, on a fresh platform: its memory growth is the session's own, not the crowd's backlog.
-        growth = asyncio.run(soak(address, soak_ids[0], soak_cookies[0], {"daphne": platform.process.pid,
-                                  "worker": worker.pid}, soak_seconds, warm_up_seconds))  # fmt: skip
+        growth = asyncio.run(
+            soak(
+                address,
+                soak_ids[0],
+                soak_cookies[0],
+                {"daphne": platform.process.pid, "worker": worker.pid},
+                soak_seconds,
+                warm_up_seconds,
+            )
+        )
         players = asyncio.run(crowd(address, live, seconds))
         latencies = sorted(latency for player in players for latency in player.latencies)
         groups_left = group_memberships_after_disconnect([ids[0] for ids, _ in live] + soak_ids)
@@ -115,10 +123,22 @@ def worker_started(platform: Any, slots: int, environment: dict[str, str]) -> su
 
     _, token = worker_issue_token(name=f"load-bench-{time.monotonic_ns()}")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "inference.worker", "--url", f"{platform.ws_url}/ws/workers/", "--token", token,
-         "--slots", str(slots)],
-        cwd=ROOT, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "inference.worker",
+            "--url",
+            f"{platform.ws_url}/ws/workers/",
+            "--token",
+            token,
+            "--slots",
+            str(slots),
+        ],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wait_until(lambda: platform.health()["inference_workers"]["slots"] == slots, timeout_seconds=120)
     return worker
 

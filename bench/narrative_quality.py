@@ -188,10 +188,21 @@ class Conversation:
     def say(self, text: str) -> str:
         self.sequence += 1
         self.link.lines = []
-        job = Job("reply", "evaluation", self.setting, {
-            "character": self.member, "text": text, "sequence": self.sequence, "speaker": None,
-            "history": list(self.history), "beat": None, "flags": [], "revealed_clues": [],
-        })  # fmt: skip
+        job = Job(
+            "reply",
+            "evaluation",
+            self.setting,
+            {
+                "character": self.member,
+                "text": text,
+                "sequence": self.sequence,
+                "speaker": None,
+                "history": list(self.history),
+                "beat": None,
+                "flags": [],
+                "revealed_clues": [],
+            },
+        )
         self.narrator.reply(job, self.link)
         reply = " ".join(self.link.lines)
         self.history = [*self.history, {"role": "user", "content": text}, {"role": "assistant", "content": reply}]
@@ -326,10 +337,14 @@ def run(quick: bool) -> dict[str, float]:
         figures[f"choice_pair_pass_rate{suffix}"] = choices.rate
         sections += [f"\n## The {part} part\n", "\n### Conversations", *transcript]
         for title, scored in (
-            ("Memory: conversations", memory), ("Memory: cases", cases), ("In character", character),
-            ("Hooks: branches", branch), ("Hooks: no branch", fallback), ("World prompts", prompts),
+            ("Memory: conversations", memory),
+            ("Memory: cases", cases),
+            ("In character", character),
+            ("Hooks: branches", branch),
+            ("Hooks: no branch", fallback),
+            ("World prompts", prompts),
             ("Choice pairs", choices),
-        ):  # fmt: skip
+        ):
             sections += [f"\n### {title}: {scored.passed} of {scored.total}\n", *scored.transcript]
     if first_line_seconds:
         figures["reply_first_line_ms_p50_eval"] = float(np.median(first_line_seconds) * 1000)

@@ -168,10 +168,14 @@ def play_figures(replies: int, offers: int) -> dict[str, float]:
     document = json.loads(DEMO_WORLD.read_text())
     world = document["world"]
     narrative = {
-        "title": world["title"], "description": world["description"], "world_rules": world["world_rules"],
-        "player_name": "Sam", "content_rating": world["content_rating"], "hooks": document["hooks"],
+        "title": world["title"],
+        "description": world["description"],
+        "world_rules": world["world_rules"],
+        "player_name": "Sam",
+        "content_rating": world["content_rating"],
+        "hooks": document["hooks"],
         "characters": [character | {"id": index + 1} for index, character in enumerate(document["characters"])],
-    }  # fmt: skip
+    }
     lore = [document["lorebooks"][0]["entries"][0]["content"]]
 
     def opened(session: str) -> SessionHost:
@@ -263,22 +267,29 @@ def seed() -> tuple[Character, User]:
 
     player = User.objects.create(username="bench-player")
     character = Character.objects.create(
-        owner=player, name="Eve", persona="The harbourmaster of Saltmarsh.", greeting="Fog again.",
+        owner=player,
+        name="Eve",
+        persona="The harbourmaster of Saltmarsh.",
+        greeting="Fog again.",
         memory_limit=MEMORY_COUNT,
-    )  # fmt: skip
+    )
     acquaintance = acquaintance_for(character=character, player=player)
     generator = np.random.default_rng(0)
     embeddings = generator.standard_normal((MEMORY_COUNT, EMBEDDING_DIMENSIONS)).astype(np.float32)  # (N, 384)
     embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
     Memory.objects.bulk_create(
         [
-            Memory(acquaintance=acquaintance, text=f"I counted {index} gulls on the pier at dawn.",
-                   importance=float(generator.uniform(0.2, 0.9)), turn=index + 1,
-                   embedding=embedding_to_bytes(vector))
+            Memory(
+                acquaintance=acquaintance,
+                text=f"I counted {index} gulls on the pier at dawn.",
+                importance=float(generator.uniform(0.2, 0.9)),
+                turn=index + 1,
+                embedding=embedding_to_bytes(vector),
+            )
             for index, vector in enumerate(embeddings)
         ],
         batch_size=1000,
-    )  # fmt: skip
+    )
     acquaintance.turns = MEMORY_COUNT
     acquaintance.save(update_fields=["turns"])
     return character, player
@@ -332,9 +343,16 @@ def measure_memories(repetitions: int) -> dict[str, float]:
         facts = [Fact(text, vector, "clue") for text, vector in zip(CLUES, embedder.embed(CLUES), strict=True)]
         grounding = None if recollection else grounding_fact(PLAYER_LINE, question, facts, config)
         character_prompt(
-            character=sheet, player_message=PLAYER_LINE, history=HISTORY, lore=lore, memories=recall.memories,
-            clues=CLUES, recollection=recollection, grounding=grounding, config=config,
-        )  # fmt: skip
+            character=sheet,
+            player_message=PLAYER_LINE,
+            history=HISTORY,
+            lore=lore,
+            memories=recall.memories,
+            clues=CLUES,
+            recollection=recollection,
+            grounding=grounding,
+            config=config,
+        )
         assembly_ms.append((time.perf_counter() - started) * 1000)
     if len(recall.memories) != 8 or not lore:
         raise RuntimeError(f"the prompt should hold 8 memories and some lore, not {len(recall.memories)} and {lore}")

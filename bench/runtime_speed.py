@@ -40,8 +40,16 @@ def run(quick: bool) -> dict[str, float]:
         with serving(environment) as url:
             figures |= asyncio.run(measure_stack(url, quick))
         figures["overhead_p50_ms"] = figures["input_to_frame_p50_ms"] - figures["engine_step_p50_ms"]
-    order = ["input_to_frame_p50_ms", "input_to_frame_p95_ms", "engine_step_p50_ms", "overhead_p50_ms",
-             "fps_sessions_1", "fps_sessions_4", "fps_sessions_8", "fanout50_extra_lag_p95_ms"]  # fmt: skip
+    order = [
+        "input_to_frame_p50_ms",
+        "input_to_frame_p95_ms",
+        "engine_step_p50_ms",
+        "overhead_p50_ms",
+        "fps_sessions_1",
+        "fps_sessions_4",
+        "fps_sessions_8",
+        "fanout50_extra_lag_p95_ms",
+    ]
     return {key: round(figures[key], 2) for key in order}
 
 
@@ -79,8 +87,11 @@ class serving:
             port = probe.getsockname()[1]
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--port", str(port), "--worker-slots", "16"],
-            cwd=ROOT, env=self.environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=self.environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         url = f"127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -124,17 +135,29 @@ def fixtures(
 
     stamp = f"{time.monotonic_ns()}"
     owner = user_create(username=f"bench-{stamp}", email="", password=stamp)
-    world = World.objects.create(owner=owner, title="Bench", slug=f"bench-{stamp}", logline="bench",
-                                 category="live" if live else "games", engine_parameters={"seed": 5})  # fmt: skip
-    version = WorldVersion.objects.create(world=world, number=1, document=world_document(world), published_by=owner,
-                                          status="approved")  # fmt: skip
+    world = World.objects.create(
+        owner=owner,
+        title="Bench",
+        slug=f"bench-{stamp}",
+        logline="bench",
+        category="live" if live else "games",
+        engine_parameters={"seed": 5},
+    )
+    version = WorldVersion.objects.create(
+        world=world, number=1, document=world_document(world), published_by=owner, status="approved"
+    )
     players = [
         owner,
         *(user_create(username=f"bench-{stamp}-{n}", email="", password=stamp) for n in range(sessions - 1)),
     ]
-    ids = [str(PlaySession.objects.create(version=version, owner=player, engine="raycaster", is_live=live,
-                                          queued_at=timezone.now()).pk)
-           for player in players]  # fmt: skip
+    ids = [
+        str(
+            PlaySession.objects.create(
+                version=version, owner=player, engine="raycaster", is_live=live, queued_at=timezone.now()
+            ).pk
+        )
+        for player in players
+    ]
     watchers = [user_create(username=f"bench-{stamp}-s{n}", email="", password=stamp) for n in range(spectators)]
     if participate:
         PlaySession.objects.get(pk=ids[0]).participants.add(*watchers)

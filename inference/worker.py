@@ -249,9 +249,11 @@ class InferenceWorker:
             raise protocol.ProtocolError(f"expected platform.welcome, got {protocol.type_of(welcome)}")
         # Any worker can hold a conversation: it needs no world engine, only the narrator.
         hello = protocol.WorkerHello(
-            engines=[*self.engines, CONVERSATION], slots=self.config.slots, free_slots=self.free_slots,
+            engines=[*self.engines, CONVERSATION],
+            slots=self.config.slots,
+            free_slots=self.free_slots,
             device=self.config.device,
-        )  # fmt: skip
+        )
         await connection.send(protocol.encode(hello))
         self.connection, self.loop = connection, asyncio.get_running_loop()
         self.connected.set()
@@ -381,10 +383,12 @@ class InferenceWorker:
             session = session_of(message)
             if session in self.host.sessions:
                 self.host.close(session)
-            replies = [protocol.SessionError(
-                session=session,
-                error=f"this session stopped on its worker ({type(error).__name__}); open it again to retry",
-            )]  # fmt: skip
+            replies = [
+                protocol.SessionError(
+                    session=session,
+                    error=f"this session stopped on its worker ({type(error).__name__}); open it again to retry",
+                )
+            ]
         finally:
             self.jobs_start(self.host.take_jobs())
         return replies
@@ -398,9 +402,12 @@ class InferenceWorker:
             running = session in self.host.sessions
             if isinstance(message, (protocol.SessionInput, protocol.SessionRefresh)) and not running:
                 # Its open failed (or its step did): it stays closed here until the platform opens it again.
-                return [protocol.SessionError(
-                    session=session, error="this session is not running; open it again to restore it",
-                )]  # fmt: skip
+                return [
+                    protocol.SessionError(
+                        session=session,
+                        error="this session is not running; open it again to restore it",
+                    )
+                ]
             if isinstance(message, protocol.SessionOpen) and running:
                 return self.reopen_hosted(message)
             if isinstance(message, protocol.SessionOpen):
@@ -529,9 +536,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_arguments(arguments: argparse.Namespace) -> WorkerConfig:
     return WorkerConfig(
-        url=arguments.url, token=arguments.token, slots=arguments.slots, device=arguments.device,
-        language_model=arguments.language_model, torch_threads=arguments.torch_threads,
-    )  # fmt: skip
+        url=arguments.url,
+        token=arguments.token,
+        slots=arguments.slots,
+        device=arguments.device,
+        language_model=arguments.language_model,
+        torch_threads=arguments.torch_threads,
+    )
 
 
 def run_until_interrupted(config: WorkerConfig) -> None:

@@ -186,9 +186,12 @@ class PlayConsumer(DatabaseCallConsumer):
                 await self.send_message(protocol.Error(error=refusal, seq=message.seq))
                 return
             event, new = await database_call(services.session_input_append)(
-                session=self.session, player=self.scope["user"], browser=self.browser,
-                client_sequence=message.seq, payload=payload,
-            )  # fmt: skip
+                session=self.session,
+                player=self.scope["user"],
+                browser=self.browser,
+                client_sequence=message.seq,
+                payload=payload,
+            )
         except DatabaseError:
             # Nothing was logged (the transaction rolled back): say so, and the page sends it again later.
             unavailable = "the database is unavailable; this input was not kept, try again shortly"
@@ -197,8 +200,7 @@ class PlayConsumer(DatabaseCallConsumer):
         except services.WorkerBusy as busy:
             await self.send_message(protocol.Error(error=str(busy), seq=message.seq))
             return
-        await self.send_message(protocol.Accepted(seq=message.seq, sequence=event.sequence,
-                                                  duplicate=not new))  # fmt: skip
+        await self.send_message(protocol.Accepted(seq=message.seq, sequence=event.sequence, duplicate=not new))
 
     async def frames_read(self) -> None:
         """Frames arrive on a channel layer of their own (services.FRAMES_LAYER), read here beside the consumer's

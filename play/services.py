@@ -154,8 +154,15 @@ def session_dispatch(*, session: PlaySession) -> WorkerNode | None:
     if worker is None:
         place = queue_place(session=session)
         wait = queue_estimated_wait_seconds(place=place, engine=session.engine)
-        send_to_browsers(session.pk, protocol.Status(state="queued", queue_place=place, estimated_wait_s=wait,
-                                                     reason=NO_WORKER_AVAILABLE if wait is None else None))  # fmt: skip
+        send_to_browsers(
+            session.pk,
+            protocol.Status(
+                state="queued",
+                queue_place=place,
+                estimated_wait_s=wait,
+                reason=NO_WORKER_AVAILABLE if wait is None else None,
+            ),
+        )
         return None
     session.status, session.worker = SessionStatus.RUNNING, worker
     session.save(update_fields=["status", "worker"])
@@ -207,11 +214,13 @@ def session_input_append(
         payload = {**payload, "participant": player.get_username()}
     try:
         with transaction.atomic():
-            event = event_log_and_forward(session_id=session.pk, payload=payload, player=player, browser=browser,
-                                          client_sequence=client_sequence)  # fmt: skip
+            event = event_log_and_forward(
+                session_id=session.pk, payload=payload, player=player, browser=browser, client_sequence=client_sequence
+            )
     except IntegrityError:
-        logged = SessionEvent.objects.get(session=session, player=player, browser=browser,
-                                          client_sequence=client_sequence)  # fmt: skip
+        logged = SessionEvent.objects.get(
+            session=session, player=player, browser=browser, client_sequence=client_sequence
+        )
         return logged, False
     except ChannelFull:
         # Raised by the forward after the commit: withdraw the input, so the log (which a failover replays)
@@ -223,21 +232,30 @@ def session_input_append(
 
 
 def event_log_and_forward(
-    *, session_id: Any, payload: dict[str, Any], player: User | None = None, browser: str = "",
+    *,
+    session_id: Any,
+    payload: dict[str, Any],
+    player: User | None = None,
+    browser: str = "",
     client_sequence: int | None = None,
-) -> SessionEvent:  # fmt: skip
+) -> SessionEvent:
     """Log an input (see event_log) and send it to the session's worker after commit."""
-    event, worker_channel = event_log(session_id=session_id, payload=payload, player=player, browser=browser,
-                                      client_sequence=client_sequence)  # fmt: skip
+    event, worker_channel = event_log(
+        session_id=session_id, payload=payload, player=player, browser=browser, client_sequence=client_sequence
+    )
     if worker_channel is not None:
         send_to_worker(worker_channel, input_forward_message(event))
     return event
 
 
 def event_log(
-    *, session_id: Any, payload: dict[str, Any], player: User | None = None, browser: str = "",
+    *,
+    session_id: Any,
+    payload: dict[str, Any],
+    player: User | None = None,
+    browser: str = "",
     client_sequence: int | None = None,
-) -> tuple[SessionEvent, str | None]:  # fmt: skip
+) -> tuple[SessionEvent, str | None]:
     """Number an input in the session's sequence and log it; returns it with the channel of the worker that
     runs the session (None while none does).
 
@@ -247,9 +265,15 @@ def event_log(
     sessions = PlaySession.objects.filter(pk=session_id)
     sessions.update(last_sequence=F("last_sequence") + 1, last_active_at=timezone.now())
     sequence, status, worker_channel = sessions.values_list("last_sequence", "status", "worker__channel_name").get()
-    event = SessionEvent.objects.create(session_id=session_id, sequence=sequence, player=player, browser=browser,
-                                        client_sequence=client_sequence, kind=payload["type"],
-                                        payload=payload)  # fmt: skip
+    event = SessionEvent.objects.create(
+        session_id=session_id,
+        sequence=sequence,
+        player=player,
+        browser=browser,
+        client_sequence=client_sequence,
+        kind=payload["type"],
+        payload=payload,
+    )
     return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
 
 
@@ -275,9 +299,15 @@ def session_proposal_append(*, session_id: str, payload: dict[str, Any]) -> tupl
 
 @transaction.atomic
 def session_exchange_record(
-    *, session_id: uuid.UUID, sequence: int, character_id: int | None, speaker: str | None, said: str, reply: str,
+    *,
+    session_id: uuid.UUID,
+    sequence: int,
+    character_id: int | None,
+    speaker: str | None,
+    said: str,
+    reply: str,
     memories: list[tuple[str, float, np.ndarray]],
-) -> None:  # fmt: skip
+) -> None:
     """A character answered: keep the reply with the player's words in the log, and what the player told it."""
     event = SessionEvent.objects.select_for_update().filter(session_id=session_id, sequence=sequence).first()
     if event is not None:

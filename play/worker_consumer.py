@@ -76,8 +76,9 @@ class WorkerConsumer(WorkerEndpoint):
         self.record(play.sessions_park_unwatched, worker=self.worker)
 
     async def worker_left(self) -> None:
-        await cache.aset_many({last_frame_key(session): number for session, number in self.last_frames.items()},
-                              timeout=None)  # fmt: skip
+        await cache.aset_many(
+            {last_frame_key(session): number for session, number in self.last_frames.items()}, timeout=None
+        )
         await database_call(play.worker_sessions_reassign)(worker=self.worker)
 
     async def frame_received(self, data: bytes) -> None:

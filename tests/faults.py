@@ -73,10 +73,23 @@ class PrivateRedis:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.directory],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                self.directory,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             with contextlib.suppress(redis.RedisError):
@@ -128,17 +141,25 @@ class PrivatePostgres:
     def initialise(self) -> None:
         if os.geteuid() == 0:
             shutil.chown(self.directory, user="postgres")
-        self.command(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                     "--no-sync")  # fmt: skip
+        self.command(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "--no-sync")
         self.start()
-        self.command(str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                     "worldloom")  # fmt: skip
+        self.command(str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "worldloom")
 
     def start(self) -> None:
         # fsync off: the cluster lives for one test; -w waits (bounded by -t) until it accepts connections.
-        self.command(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.directory / "log"), "-w",
-                     "-t", "30", "-o", f"-p {self.port} -k {self.directory} -c fsync=off -c listen_addresses=127.0.0.1",
-                     "start")  # fmt: skip
+        self.command(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.directory / "log"),
+            "-w",
+            "-t",
+            "30",
+            "-o",
+            f"-p {self.port} -k {self.directory} -c fsync=off -c listen_addresses=127.0.0.1",
+            "start",
+        )
 
     def stop(self) -> None:
         """Fast shutdown: open transactions are rolled back and every connection is cut, as in a restart."""
@@ -147,8 +168,9 @@ class PrivatePostgres:
     def close(self) -> None:
         if (self.data / "postmaster.pid").exists():
             with contextlib.suppress(subprocess.SubprocessError):
-                self.command(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "-t", "30",
-                             "stop")  # fmt: skip
+                self.command(
+                    str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "-t", "30", "stop"
+                )
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
@@ -182,8 +204,29 @@ def child_pids(pid: int) -> list[int]:
 def celery_worker(queue: str, environment: dict[str, str]) -> tuple[subprocess.Popen[str], CapturedOutput]:
     """A real prefork Celery worker with one child, on a queue of its own so no other worker takes its tasks."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "prefork", "--concurrency", "1",
-         "--queues", queue, "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT / "platform", env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "1",
+            "--queues",
+            queue,
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT / "platform",
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     return process, CapturedOutput(process)

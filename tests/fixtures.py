@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +73,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if heavy:
         config.hook.pytest_deselected(items=heavy)
         items[:] = [item for item in items if not is_heavy(item)]
+
+
+SignIn = Callable[["User"], Client]
+
+
+@pytest.fixture
+def signed_in() -> SignIn:
+    """A test client signed in as the person given (their session is made directly, without the log-in form)."""
+
+    def client_for(user: User) -> Client:
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return client_for
 
 
 @pytest.fixture(scope="session")

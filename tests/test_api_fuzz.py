@@ -50,10 +50,16 @@ def others(db: None) -> Others:
     character, lorebook = CharacterFactory(owner=person), LorebookFactory(owner=person)
     hook, story = HookFactory(world=world), StoryFactory(world=world)
     ids = {
-        "characters": character.pk, "lorebooks": lorebook.pk, "hooks": hook.pk, "stories": story.pk,
-        "worlds": world.pk, "versions": version.pk, "user_id": person.pk, "version_id": version.pk,
+        "characters": character.pk,
+        "lorebooks": lorebook.pk,
+        "hooks": hook.pk,
+        "stories": story.pk,
+        "worlds": world.pk,
+        "versions": version.pk,
+        "user_id": person.pk,
+        "version_id": version.pk,
         "world_id": world.pk,
-    }  # fmt: skip
+    }
     return Others(person=person, world=world, ids=ids)
 
 

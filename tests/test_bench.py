@@ -16,14 +16,22 @@ from tests.fixtures import ROOT
 def test_the_quick_benchmark_writes_flat_json_with_its_keys() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--only", "raycaster_bench"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads((ROOT / "bench" / "results" / "raycaster_bench.json").read_text())
     assert set(figures) == {
-        "ms_per_frame_p50", "ms_per_frame_p95", "fps_per_session_batch_1", "fps_per_session_batch_4",
-        "fps_per_session_batch_8", "fps_per_session_batch_16",
-    }  # fmt: skip
+        "ms_per_frame_p50",
+        "ms_per_frame_p95",
+        "fps_per_session_batch_1",
+        "fps_per_session_batch_4",
+        "fps_per_session_batch_8",
+        "fps_per_session_batch_16",
+    }
     assert all(isinstance(value, float) and value > 0 for value in figures.values())
     assert "ms_per_frame_p50" in result.stdout
 
@@ -38,12 +46,20 @@ def test_the_quick_load_benchmark_keeps_every_player_connected_and_leaves_no_gro
         pytest.skip("the load benchmark plays the production stack (PostgreSQL, Redis); .ci/run has them")
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--only", "load_bench"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-5000:]
     figures = json.loads((ROOT / "bench" / "results" / "load_bench.json").read_text())
-    assert {"ws200_input_to_frame_p95_ms", "ws200_dropped_connections", "soak_rss_growth_pct",
-            "soak_groups_left"} <= set(figures)  # fmt: skip
+    assert {
+        "ws200_input_to_frame_p95_ms",
+        "ws200_dropped_connections",
+        "soak_rss_growth_pct",
+        "soak_groups_left",
+    } <= set(figures)
     # Speed is the benchmark's to report; a dropped player or a group left behind is a fault.
     assert figures["ws200_dropped_connections"] == 0
     assert figures["soak_groups_left"] == 0
@@ -62,13 +78,27 @@ def test_an_unknown_benchmark_name_is_refused_with_the_known_ones() -> None:
 def test_the_quick_world_evaluation_writes_every_figure_the_issue_names() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--eval", "--quick", "--only", "world_eval"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr[-5000:]
     figures = json.loads((ROOT / "bench" / "results" / "world_eval.json").read_text())
-    assert {"ae_psnr_db", "one_step_psnr_db", "copy_last_psnr_db", "mean_frame_psnr_db", "rollout64_psnr_db",
-            "rollout1000_psnr_db", "revisit_turn_psnr_db", "revisit_outback_psnr_db", "controllability",
-            "event_latency_frames", "event_persistence"} <= set(figures)  # fmt: skip
+    assert {
+        "ae_psnr_db",
+        "one_step_psnr_db",
+        "copy_last_psnr_db",
+        "mean_frame_psnr_db",
+        "rollout64_psnr_db",
+        "rollout1000_psnr_db",
+        "revisit_turn_psnr_db",
+        "revisit_outback_psnr_db",
+        "controllability",
+        "event_latency_frames",
+        "event_persistence",
+    } <= set(figures)
     # Quality is the evaluation's to report; the committed model must at least beat the average frame.
     assert figures["one_step_psnr_db"] > figures["mean_frame_psnr_db"]
     # The event test must tell events apart: another event's change passes for this one's far less often.
@@ -79,12 +109,22 @@ def test_the_quick_world_evaluation_writes_every_figure_the_issue_names() -> Non
 def test_the_quick_narrative_evaluation_writes_both_parts_and_its_transcripts() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--eval", "--quick", "--only", "narrative_eval"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads((ROOT / "bench" / "results" / "narrative_eval.json").read_text())
-    names = ["memory_use_rate", "reply_in_character_rate", "hook_branch_accuracy", "hook_fallback_accuracy",
-             "prompt_event_accuracy", "choice_pair_pass_rate"]  # fmt: skip
+    names = [
+        "memory_use_rate",
+        "reply_in_character_rate",
+        "hook_branch_accuracy",
+        "hook_fallback_accuracy",
+        "prompt_event_accuracy",
+        "choice_pair_pass_rate",
+    ]
     assert {*names, *(f"{name}_tuning" for name in names)} <= set(figures)
     assert all(0.0 <= figures[name] <= 1.0 for name in names)
     transcripts = (ROOT / "bench" / "results" / "narrative_eval_transcripts.md").read_text()

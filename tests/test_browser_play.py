@@ -18,7 +18,7 @@ from worlds.services import slug_unique, world_from_document, world_publish
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def signed_in(page: Page, platform: LivePlatform, user: Any) -> None:
+def page_signed_in(page: Page, platform: LivePlatform, user: Any) -> None:
     client = Client()
     client.force_login(user)
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": platform.url}])
@@ -35,7 +35,7 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     document = json.loads((ROOT / "worlds" / "demo_content" / "dark-lighthouse.json").read_text())
     version = WorldVersionFactory(document=document)
     session = PlaySessionFactory(version=version)
-    signed_in(page, live_platform, session.owner)
+    page_signed_in(page, live_platform, session.owner)
     page.goto(f"/play/session/{session.pk}/")
     wait_until(lambda: frame_number(page) > 3)
     expect(page.locator(".player-status")).to_contain_text("fps")
@@ -64,7 +64,7 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
 
 def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_platform: LivePlatform) -> None:
     session = PlaySessionFactory(version=WorldVersionFactory())
-    signed_in(page, live_platform, session.owner)
+    page_signed_in(page, live_platform, session.owner)
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"/play/session/{session.pk}/")
     wait_until(lambda: frame_number(page) > 2)
@@ -88,7 +88,7 @@ def test_a_character_published_alone_is_a_conversation_and_its_creator_sees_the_
     world = world_from_document(document, owner=creator, slug=slug_unique(document["world"]["title"]))
     world_publish(world=world, by=creator)
     session = PlaySessionFactory(version=world.versions.get(), owner=creator, engine="conversation")
-    signed_in(page, live_platform, creator)
+    page_signed_in(page, live_platform, creator)
     page.goto(f"/play/session/{session.pk}/")
     expect(page.locator("canvas")).to_have_count(0)
     expect(page.locator(".player-greeting")).to_contain_text(document["characters"][0]["greeting"])

@@ -52,7 +52,7 @@ def nothing_ran(page: Page) -> None:
     assert page.evaluate("window.violations") == []
 
 
-def signed_in(page: Page, platform: LivePlatform, user: Any) -> None:
+def page_signed_in(page: Page, platform: LivePlatform, user: Any) -> None:
     client = Client()
     client.force_login(user)
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": platform.url}])
@@ -63,7 +63,7 @@ def test_markup_in_a_storys_narration_reaches_the_player_as_text(watched: Page, 
     story = document["stories"][0]
     story["beats"][0]["scene"] = f"You step onto the jetty. {MARKUP}"
     session = PlaySessionFactory(version=WorldVersionFactory(document=document))
-    signed_in(watched, live_platform, session.owner)
+    page_signed_in(watched, live_platform, session.owner)
     watched.goto(f"/play/session/{session.pk}/")
     # Frames drawn (blob: images) over the page's own WebSocket (connect-src 'self'): the policy lets play work.
     wait_until(lambda: int(watched.locator("canvas").get_attribute("data-frame") or 0) > 3)
@@ -91,7 +91,7 @@ def test_markup_in_creator_text_shows_as_text_on_gallery_and_studio_pages(
     expect(watched.locator("main")).to_contain_text(f"Harbour {MARKUP}")
     nothing_ran(watched)
 
-    signed_in(watched, live_platform, creator)
+    page_signed_in(watched, live_platform, creator)
     watched.goto(f"/studio/worlds/{world.pk}/")
     expect(watched.get_by_label("Title")).to_have_value(f"Harbour {MARKUP}")
     nothing_ran(watched)
@@ -108,7 +108,7 @@ def test_the_api_docs_and_the_authenticator_setup_work_under_the_policy(
     expect(watched.locator(".swagger-ui .title")).to_contain_text("Worldloom API")
     expect(watched.locator(".opblock").first).to_be_visible()
     nothing_ran(watched)
-    signed_in(watched, live_platform, ModeratorFactory(second_factor=False))
+    page_signed_in(watched, live_platform, ModeratorFactory(second_factor=False))
     watched.goto("/moderation/")
     # allauth asks for the password again before an authenticator is added.
     expect(watched).to_have_url(

@@ -49,8 +49,9 @@ async def connected_player(url: str, origin: str, cookie: str, seconds: float = 
     deadline = time.monotonic() + seconds
     while True:
         try:
-            return await websockets.connect(url, additional_headers={"Cookie": cookie, "Origin": origin},
-                                            open_timeout=5)  # fmt: skip
+            return await websockets.connect(
+                url, additional_headers={"Cookie": cookie, "Origin": origin}, open_timeout=5
+            )
         except (OSError, TimeoutError, websockets.InvalidHandshake):
             if time.monotonic() > deadline:
                 raise
@@ -74,13 +75,15 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
             async with await connected_player(url, platform.url, cookie) as socket:
                 player = Player(socket)
                 await player.read_until(lambda p: len(p.frames) >= 2 and p.offered(), seconds=40)
-                for kind, fields in (("prompt", {"text": "make it night"}),
-                                     ("choice", {"index": await asyncio.to_thread(choice_leading_to, session,
-                                                                                  "arrival", "ask-eve")})):  # fmt: skip
+                for kind, fields in (
+                    ("prompt", {"text": "make it night"}),
+                    ("choice", {"index": await asyncio.to_thread(choice_leading_to, session, "arrival", "ask-eve")}),
+                ):
                     seq = await player.send(kind, **fields)
                     sent[seq] = {"type": kind, "seq": seq, **fields}
-                    await player.read_until(lambda p, seq=seq: any(
-                        m["type"] == "accepted" and m["seq"] == seq for m in p.messages))  # fmt: skip
+                    await player.read_until(
+                        lambda p, seq=seq: any(m["type"] == "accepted" and m["seq"] == seq for m in p.messages)
+                    )
                 await player.read_until(lambda p: (c := p.offered()) and c["beat"] == "ask-eve", seconds=40)
                 # Wait until the world shows the night, so the state to restore is the changed one.
                 await player.read_until(lambda p: p.frames[-1][1] >= 3 and len(p.frames) > 10)
@@ -193,20 +196,21 @@ class ReconnectingPage:
 @pytest.mark.django_db(transaction=True)
 def test_after_redis_restarts_sessions_and_celery_recover_within_thirty_seconds() -> None:
     with private_redis() as redis_server:
-        environment = platform_environment(REDIS_URL=redis_server.url, CELERY_BROKER_URL=redis_server.url,
-                                           CELERY_RESULT_BACKEND=redis_server.url)  # fmt: skip
+        environment = platform_environment(
+            REDIS_URL=redis_server.url, CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url
+        )
         platform = start_platform("--in-process-worker", environment=environment)
         queue = f"faults-{secrets.token_hex(4)}"
         celery, _ = celery_worker(queue, environment)
-        client = Celery("worldloom-fault-client", broker=redis_server.url, backend=redis_server.url,
-                        set_as_current=False)  # fmt: skip
+        client = Celery(
+            "worldloom-fault-client", broker=redis_server.url, backend=redis_server.url, set_as_current=False
+        )
         try:
             assert client.send_task(worker_roundtrip.name, args=["before"], queue=queue).get(timeout=60)["nonce"] == (
                 "before"
             )
             session = PlaySessionFactory()
-            page = ReconnectingPage(f"{platform.ws_url}/ws/play/{session.pk}/", platform.url,
-                                    cookie_for(session.owner))  # fmt: skip
+            page = ReconnectingPage(f"{platform.ws_url}/ws/play/{session.pk}/", platform.url, cookie_for(session.owner))
 
             async def through_the_restart() -> float:
                 await page.open()
@@ -268,8 +272,9 @@ def test_a_celery_child_killed_mid_task_runs_it_again_once_and_a_duplicate_deliv
         environment = platform_environment(CELERY_BROKER_URL=redis_server.url, CELERY_RESULT_BACKEND=redis_server.url)
         queue = f"faults-{secrets.token_hex(4)}"
         celery, output = celery_worker(queue, environment)
-        client = Celery("worldloom-fault-client", broker=redis_server.url, backend=redis_server.url,
-                        set_as_current=False)  # fmt: skip
+        client = Celery(
+            "worldloom-fault-client", broker=redis_server.url, backend=redis_server.url, set_as_current=False
+        )
         try:
             wait_until(lambda: "ready." in output.text(), timeout_seconds=60)
             killed_during = acquaintance_due_for_a_summary()
@@ -291,11 +296,15 @@ def test_a_celery_child_killed_mid_task_runs_it_again_once_and_a_duplicate_deliv
 
             delivered_twice = acquaintance_due_for_a_summary()
             task_id = f"consolidate-{delivered_twice}"
-            first, _ = (client.send_task(memories_consolidate.name, args=[delivered_twice], queue=queue,
-                                              task_id=task_id) for _ in range(2))  # fmt: skip
+            first, _ = (
+                client.send_task(memories_consolidate.name, args=[delivered_twice], queue=queue, task_id=task_id)
+                for _ in range(2)
+            )
             first.get(timeout=60)
-            wait_until(lambda: output.text().count(f"Task {memories_consolidate.name}[{task_id}] succeeded") == 2,
-                       timeout_seconds=60)  # fmt: skip
+            wait_until(
+                lambda: output.text().count(f"Task {memories_consolidate.name}[{task_id}] succeeded") == 2,
+                timeout_seconds=60,
+            )
             assert Memory.objects.filter(acquaintance_id=delivered_twice, kind=MemoryKind.SUMMARY).count() == 1
             assert summaries.count() == 1
         finally:
@@ -340,9 +349,14 @@ def test_a_reader_that_stops_for_thirty_seconds_is_held_to_a_bounded_buffer_and_
                 first_live = len(stalled.frames) - 1
                 await stalled.read_until(lambda p: len(p.frames) > first_live + 5, seconds=10)
                 after = [number for number, _, _ in stalled.frames[first_live:]]
-                return {"rate_before": rate_before, "rate_during": rate_during, "latency": latency,
-                        "memory_growth_kib": memory_after - memory_before, "backlog_read": first_live - caught_up,
-                        "after": after}  # fmt: skip
+                return {
+                    "rate_before": rate_before,
+                    "rate_during": rate_during,
+                    "latency": latency,
+                    "memory_growth_kib": memory_after - memory_before,
+                    "backlog_read": first_live - caught_up,
+                    "after": after,
+                }
 
         seen = asyncio.run(both())
         # Two frames were in flight and the newest waited: nothing of the 30 s backlog is replayed.
@@ -380,17 +394,30 @@ print(session.pk, store.session_key)
 def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover() -> None:
     with private_postgres() as postgres:
         environment = platform_environment(DATABASE_URL=postgres.url())
-        subprocess.run([sys.executable, "manage.py", "migrate", "--no-input", "--verbosity", "0"], cwd=ROOT,
-                       env=environment, check=True, timeout=180)  # fmt: skip
-        made = subprocess.run([sys.executable, "manage.py", "shell", "-c", PLAYER_IN_PRIVATE_DATABASE], cwd=ROOT,
-                              env=environment, check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--no-input", "--verbosity", "0"],
+            cwd=ROOT,
+            env=environment,
+            check=True,
+            timeout=180,
+        )
+        made = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", PLAYER_IN_PRIVATE_DATABASE],
+            cwd=ROOT,
+            env=environment,
+            check=True,
+            timeout=120,
+            capture_output=True,
+            text=True,
+        )
         session_id, session_key = made.stdout.split()[-2:]
         platform = start_platform("--no-in-process-worker", environment=environment)
 
         async def input_during_the_outage() -> dict[str, Any]:
             """A player's socket stays open while the database goes; an input then is refused, not lost quietly."""
-            socket = await connected_player(f"{platform.ws_url}/ws/play/{session_id}/", platform.url,
-                                            f"sessionid={session_key}")  # fmt: skip
+            socket = await connected_player(
+                f"{platform.ws_url}/ws/play/{session_id}/", platform.url, f"sessionid={session_key}"
+            )
             player = Player(socket)
             # Queued (no worker runs here): the platform has finished with the socket's arrival.
             await player.read_until(lambda p: (status := p.last("status")) and status["state"] == "queued")
@@ -418,8 +445,15 @@ def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover()
             assert health["database"]["ok"] and health["inference_workers"]["connected"] == 0
             # No half-written state: the refused input left no event behind.
             count = f"from play.models import SessionEvent as E; printE.objects.filtersession='{session_id}'.count"
-            counted = subprocess.run([sys.executable, "manage.py", "shell", "-c", count], cwd=ROOT, env=environment,
-                                     check=True, timeout=120, capture_output=True, text=True)  # fmt: skip
+            counted = subprocess.run(
+                [sys.executable, "manage.py", "shell", "-c", count],
+                cwd=ROOT,
+                env=environment,
+                check=True,
+                timeout=120,
+                capture_output=True,
+                text=True,
+            )
             assert counted.stdout.split()[-1] == "0"
         finally:
             platform.stop()

@@ -28,10 +28,23 @@ def test_the_served_platform_answers_health_with_its_in_process_worker(live_plat
 def test_a_separate_worker_process_connects_with_its_token(live_platform: LivePlatform) -> None:
     _, token = worker_issue_token(name="remote-box")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "inference.worker", "--url", f"{live_platform.ws_url}/ws/workers/", "--token", token,
-         "--slots", "3"],
-        cwd=ROOT, env=platform_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "inference.worker",
+            "--url",
+            f"{live_platform.ws_url}/ws/workers/",
+            "--token",
+            token,
+            "--slots",
+            "3",
+        ],
+        cwd=ROOT,
+        env=platform_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         # Connected counts at the handshake, slots at the worker's hello just after it: wait for both.
         workers = wait_until(
@@ -47,10 +60,22 @@ def test_a_separate_worker_process_connects_with_its_token(live_platform: LivePl
 
 def test_a_worker_with_a_forged_token_stops_with_one_clear_line(live_platform: LivePlatform) -> None:
     result = subprocess.run(
-        [sys.executable, "manage.py", "inference_worker", "--url", f"{live_platform.ws_url}/ws/workers/",
-         "--token", "wlw_forged"],
-        cwd=ROOT, env=platform_environment(), capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "manage.py",
+            "inference_worker",
+            "--url",
+            f"{live_platform.ws_url}/ws/workers/",
+            "--token",
+            "wlw_forged",
+        ],
+        cwd=ROOT,
+        env=platform_environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode != 0
     assert "refused this worker's token" in result.stderr
     assert "Traceback" not in result.stderr

@@ -109,8 +109,10 @@ def test_a_hook_fired_in_play_applies_its_branch_and_counts_it_for_the_creator(l
         for beat, target in (("arrival", "stairs"), ("stairs", "causeway")):
             await player.read_until(lambda p, beat=beat: (c := p.offered()) and c["beat"] == beat, seconds=30)
             await player.send("choice", index=await asyncio.to_thread(choice_leading_to, session, beat, target))
-        await player.read_until(lambda p: any(m["type"] == "narration" and hook["presentation"] in m["text"]
-                                              for m in p.messages), seconds=30)  # fmt: skip
+        await player.read_until(
+            lambda p: any(m["type"] == "narration" and hook["presentation"] in m["text"] for m in p.messages),
+            seconds=30,
+        )
         await player.send("prompt", text="I hand over my lantern as a gift")
         await player.read_until_database(
             SessionEvent.objects.filter(session=session, kind="hook_outcome", applied_tick__isnull=False).exists,

@@ -80,10 +80,23 @@ def test_a_player_sees_frames_moves_changes_the_world_and_picks_a_choice(live_pl
 def worker_process(platform: LivePlatform, name: str) -> subprocess.Popen[str]:
     _, token = worker_issue_token(name=name)
     return subprocess.Popen(
-        [sys.executable, "manage.py", "inference_worker", "--url", f"{platform.ws_url}/ws/workers/", "--token", token,
-         "--slots", "4"],
-        cwd=ROOT, env=platform_environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "manage.py",
+            "inference_worker",
+            "--url",
+            f"{platform.ws_url}/ws/workers/",
+            "--token",
+            token,
+            "--slots",
+            "4",
+        ],
+        cwd=ROOT,
+        env=platform_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -166,10 +179,12 @@ def test_a_live_world_streams_to_three_participants_and_ten_spectators(live_plat
         async with contextlib.AsyncExitStack() as stack:
             players = []
             for cookie in cookies:
-                socket = await stack.enter_async_context(websockets.connect(
-                    f"{live_platform.ws_url}/ws/play/{session.pk}/",
-                    additional_headers={"Cookie": cookie, "Origin": live_platform.url},
-                ))  # fmt: skip
+                socket = await stack.enter_async_context(
+                    websockets.connect(
+                        f"{live_platform.ws_url}/ws/play/{session.pk}/",
+                        additional_headers={"Cookie": cookie, "Origin": live_platform.url},
+                    )
+                )
                 players.append(Player(socket))
             await asyncio.gather(*(player.read_until(lambda p: len(p.frames) >= 3) for player in players))
             # Each waits for its input to be logged: two sockets give no order between them otherwise.
@@ -224,8 +239,9 @@ def test_a_player_who_leaves_and_returns_finds_the_same_world_and_story(live_pla
 
 @pytest.mark.django_db(transaction=True)
 def test_when_every_slot_is_taken_a_player_waits_in_the_queue_until_one_frees() -> None:
-    platform = start_platform("--in-process-worker", "--worker-slots", "1",
-                              environment=platform_environment(PLAY_PARK_AFTER_SECONDS="1"))  # fmt: skip
+    platform = start_platform(
+        "--in-process-worker", "--worker-slots", "1", environment=platform_environment(PLAY_PARK_AFTER_SECONDS="1")
+    )
     try:
         wait_until(lambda: platform.health()["inference_workers"]["connected"] == 1)
         first, second = PlaySessionFactory(), PlaySessionFactory()

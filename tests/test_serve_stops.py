@@ -24,16 +24,26 @@ def embedded_environment(data_dir: Path) -> dict[str, str]:
     """The embedded mode (SQLite in `data_dir`, no Redis), as `make run` serves it, with nothing inherited."""
     settings_variables = variables_read_by_settings()
     environment = {key: value for key, value in os.environ.items() if key not in settings_variables}
-    environment.update(WORLDLOOM_DATA_DIR=str(data_dir), WORLDLOOM_LANGUAGE_MODEL="none", PYTHONUNBUFFERED="1",
-                       WORKER_HEARTBEAT_SECONDS="1")  # fmt: skip
+    environment.update(
+        WORLDLOOM_DATA_DIR=str(data_dir),
+        WORLDLOOM_LANGUAGE_MODEL="none",
+        PYTHONUNBUFFERED="1",
+        WORKER_HEARTBEAT_SECONDS="1",
+    )
     return environment
 
 
 @pytest.fixture(scope="module")
 def migrated_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("serve-stops")
-    subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, check=True, timeout=300,
-                   env=embedded_environment(data_dir), capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input"],
+        cwd=ROOT,
+        check=True,
+        timeout=300,
+        env=embedded_environment(data_dir),
+        capture_output=True,
+    )
     return data_dir
 
 
@@ -42,9 +52,13 @@ def served(migrated_data_dir: Path) -> Iterator[subprocess.Popen[str]]:
     """`manage.py serve` on a free port, once its in-process worker has connected."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT,
-        env=embedded_environment(migrated_data_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=embedded_environment(migrated_data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

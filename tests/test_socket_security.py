@@ -91,7 +91,7 @@ def logged_in_browser(platform: LivePlatform, cookie: str) -> requests.Session:
     return browser
 
 
-def signed_in(platform: LivePlatform, cookie: str) -> bool:
+def cookie_signed_in(platform: LivePlatform, cookie: str) -> bool:
     return requests.get(f"{platform.url}/api/accounts/me/", headers={"Cookie": cookie}, timeout=10).ok
 
 
@@ -106,14 +106,18 @@ def log_out(platform: LivePlatform, cookie: str) -> None:
     url = f"{platform.url}/accounts/logout/"
     answer = browser.post(url, data={"csrfmiddlewaretoken": csrf_token(browser, url)}, timeout=10)
     assert answer.status_code == 200  # after the redirect home
-    assert not signed_in(platform, cookie)
+    assert not cookie_signed_in(platform, cookie)
 
 
 def change_password(platform: LivePlatform, cookie: str) -> None:
     browser = logged_in_browser(platform, cookie)
     url = f"{platform.url}/accounts/password/change/"
-    form = {"csrfmiddlewaretoken": csrf_token(browser, url), "oldpassword": PASSWORD,
-            "password1": "a-new-and-longer-passphrase", "password2": "a-new-and-longer-passphrase"}  # fmt: skip
+    form = {
+        "csrfmiddlewaretoken": csrf_token(browser, url),
+        "oldpassword": PASSWORD,
+        "password1": "a-new-and-longer-passphrase",
+        "password2": "a-new-and-longer-passphrase",
+    }
     answer = browser.post(url, data=form, timeout=10, allow_redirects=False)
     assert answer.status_code == 302, answer.text[:500]
 

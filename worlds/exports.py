@@ -62,11 +62,16 @@ def world_cartridge(world: World) -> bytes:
         "creator": world.owner.username,
         "source": world.slug,
         "published_version": latest.number if latest else None,
-        "remixed_from": {"world": world.remixed_from.world.slug, "version": world.remixed_from.number,
-                         "creator": world.remixed_from.world.owner.username} if world.remixed_from else None,
+        "remixed_from": {
+            "world": world.remixed_from.world.slug,
+            "version": world.remixed_from.number,
+            "creator": world.remixed_from.world.owner.username,
+        }
+        if world.remixed_from
+        else None,
         "exported_at": timezone.now().isoformat(),
         "exported_by": "Worldloom",
-    }  # fmt: skip
+    }
     assets = {name: read_file(name) for name in image_names(document)}
     return cartridge_write(document=document, assets=assets, provenance=provenance)
 

@@ -58,8 +58,14 @@ def character_import(*, data: bytes, kind: str, owner: User, world: World | None
         row_saved(clue, f"card: data.extensions.worldloom.clues {clue.name!r}")
     if world is not None:
         world.characters.add(character)
-    created.append({"type": "character", "id": character.pk, "name": character.name,
-                    "lore_entries": character.lorebook.entries.count() if character.lorebook else 0})  # fmt: skip
+    created.append(
+        {
+            "type": "character",
+            "id": character.pk,
+            "name": character.name,
+            "lore_entries": character.lorebook.entries.count() if character.lorebook else 0,
+        }
+    )
     return created
 
 
@@ -76,16 +82,18 @@ def story_import(*, data: bytes, owner: User, world: World | None) -> list[Creat
     story, beats = story_rows(twine)
     created = []
     if world is None:
-        world = world_create(owner=owner, title=twine.title, logline=f"An interactive story: {twine.title}"[:200],
-                             category="stories")  # fmt: skip
+        world = world_create(
+            owner=owner, title=twine.title, logline=f"An interactive story: {twine.title}"[:200], category="stories"
+        )
         created.append({"type": "world", "id": world.pk, "name": world.title})
     story.world = world
     row_saved(story, "twee: StoryData")
     for beat in beats:
         beat.story = story
         row_saved(beat, f"twee: passage {beat.name!r}")
-    created.append({"type": "story", "id": story.pk, "name": story.title, "beats": len(beats),
-                    "start_beat": story.start_beat})  # fmt: skip
+    created.append(
+        {"type": "story", "id": story.pk, "name": story.title, "beats": len(beats), "start_beat": story.start_beat}
+    )
     return created
 
 
@@ -105,17 +113,28 @@ def cartridge_import(*, data: bytes, owner: User) -> list[Created]:
     for character in world.characters.all():
         if character.lorebook_id:
             books.setdefault(character.lorebook_id, character.lorebook)
-        created.append({"type": "character", "id": character.pk, "name": character.name,
-                        "lore_entries": character.lorebook.entries.count() if character.lorebook else 0})  # fmt: skip
+        created.append(
+            {
+                "type": "character",
+                "id": character.pk,
+                "name": character.name,
+                "lore_entries": character.lorebook.entries.count() if character.lorebook else 0,
+            }
+        )
     created += [
         {"type": "lorebook", "id": book.pk, "name": book.name, "lore_entries": book.entries.count()}
         for book in books.values()
     ]
     created += [
-        {"type": "story", "id": story.pk, "name": story.title, "beats": story.beats.count(),
-         "start_beat": story.start_beat}
+        {
+            "type": "story",
+            "id": story.pk,
+            "name": story.title,
+            "beats": story.beats.count(),
+            "start_beat": story.start_beat,
+        }
         for story in world.stories.all()
-    ]  # fmt: skip
+    ]
     return created
 
 

@@ -83,9 +83,11 @@ def lorebook_rows(record: formats.Lorebook, *, owner: Any, fallback_name: str) -
         name=record.name or fallback_name,
         description=record.description or "",
         extensions={**record.extensions, **({"unknown": record.unknown} if record.unknown else {})},
-        **{name: getattr(record, name) if getattr(record, name) is not None else BOOK_DEFAULTS[name]
-           for name in BOOK_DEFAULTS},
-    )  # fmt: skip
+        **{
+            name: getattr(record, name) if getattr(record, name) is not None else BOOK_DEFAULTS[name]
+            for name in BOOK_DEFAULTS
+        },
+    )
     entries = [
         LoreEntry(
             keys=list(entry.keys),

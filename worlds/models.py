@@ -135,9 +135,10 @@ class Character(models.Model):
     post_history_instructions = bounded_text(blank=True, max_length=10000)
     # How the character's replies are sampled: a small model stays coherent when warm only briefly.
     reply_temperature = models.FloatField(
-        default=0.7, validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
+        default=0.7,
+        validators=[MinValueValidator(0.0), MaxValueValidator(2.0)],
         help_text="0 always says the likeliest words; higher is more varied (and, on a small model, less coherent).",
-    )  # fmt: skip
+    )
     reply_max_tokens = models.PositiveSmallIntegerField(
         default=80,
         validators=[MinValueValidator(8), MaxValueValidator(400)],

@@ -71,8 +71,10 @@ def story_problems(*, story: Story) -> list[str]:
     for beat in beats.values():
         for choice in beat.choices:
             if choice["to"] not in beats:
-                problems.append(f"story {story.title}, beat {beat.name}: choice {choice['text']!r} leads to "
-                                f"{choice['to']!r}, which does not exist")  # fmt: skip
+                problems.append(
+                    f"story {story.title}, beat {beat.name}: choice {choice['text']!r} leads to "
+                    f"{choice['to']!r}, which does not exist"
+                )
     if story.start_beat in beats and not problems:
         reached, frontier = set(), [story.start_beat]
         while frontier:

@@ -42,9 +42,12 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
         vectors = self.model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
-        )  # fmt: skip
+        )
         return vectors.astype(np.float32, copy=False)  # (N, 384)
 
 

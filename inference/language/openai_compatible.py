@@ -128,9 +128,12 @@ class OpenAICompatibleLanguageModel:
                     self._learn_served_model(authorization)
                 body = self.request_body(messages, settings, continuation)
                 response = self.session.post(
-                    url, json=body, headers=authorization | {"Accept": "text/event-stream"}, stream=True,
+                    url,
+                    json=body,
+                    headers=authorization | {"Accept": "text/event-stream"},
+                    stream=True,
                     timeout=(self.config.connect_timeout, self.config.read_timeout),
-                )  # fmt: skip
+                )
             except (requests.ConnectionError, requests.Timeout) as error:
                 if last:
                     raise LanguageModelUnavailable(f"{url}: {error}") from error

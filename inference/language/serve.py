@@ -162,9 +162,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-quantize", action="store_true", help="keep fp32 Linear layers on CPU")
     parser.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's own choice)")
     arguments = parser.parse_args(argv)
-    config = LocalModelConfig(model_dir=arguments.model, cache_dir=arguments.cache_dir,
-                              quantize=not arguments.no_quantize, device=arguments.device,
-                              threads=arguments.threads)  # fmt: skip
+    config = LocalModelConfig(
+        model_dir=arguments.model,
+        cache_dir=arguments.cache_dir,
+        quantize=not arguments.no_quantize,
+        device=arguments.device,
+        threads=arguments.threads,
+    )
     model = LocalLanguageModel(config)
     name = model.directory.name
     server = ThreadingHTTPServer((arguments.host, arguments.port), make_handler(model, name))

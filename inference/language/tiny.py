@@ -43,9 +43,17 @@ def write_tiny_model(directory: Path, *, seed: int = 0) -> Path:
     wrapped.save_pretrained(directory)
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(wrapped), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=512, eos_token_id=wrapped.eos_token_id,
-        bos_token_id=wrapped.bos_token_id, pad_token_id=wrapped.pad_token_id, tie_word_embeddings=True,
-    )  # fmt: skip
+        vocab_size=len(wrapped),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=512,
+        eos_token_id=wrapped.eos_token_id,
+        bos_token_id=wrapped.bos_token_id,
+        pad_token_id=wrapped.pad_token_id,
+        tie_word_embeddings=True,
+    )
     LlamaForCausalLM(config).save_pretrained(directory)
     return directory

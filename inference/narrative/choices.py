@@ -47,7 +47,8 @@ from inference.language.embedding import Embedder
 
 # Base forms of what a player can do in a scene. Abstract verbs ("navigate", "decide", "consider", "do",
 # "make") are left out on purpose: "Navigate the game of this tournament" reads as an action but is none.
-PLAYER_VERBS = frozenset("""
+PLAYER_VERBS = frozenset(
+    """
 accept accuse aim approach argue ask attack avoid back bang bargain bark bathe beg bind bite blow board
 bolt borrow bow break bribe bring burn bury buy call calm carry catch challenge charge chase check cheer
 chop clean climb close collect comfort confront cook count cover crawl creep cross crouch cut dance dash
@@ -72,40 +73,51 @@ send shelter shove shut sip slam slide smash smell smile sniff solve sound spend
 stab stack stare start stash stoke stroll submit suggest surrender swap sweep tackle tap tear test toss trap
 travel trick tug twist uncover unpack unroll use venture visit vote wander warm wear weigh whistle wield win
 wind wrap wrestle write
-""".split())  # fmt: skip
+""".split()
+)
 # Adverbs that may stand before the verb ("Quietly open the door").
 MANNER = frozenset("quietly slowly carefully quickly gently boldly calmly silently cautiously swiftly".split())
 # Words from outside the world: a player never meets a "game" or an "option" inside a story.
-OFF_WORLD = frozenset("""
+OFF_WORLD = frozenset(
+    """
 game games gameplay tournament tournaments player players option options choice choices story stories
 narrator chapter npc prompt assistant ai user reader model sentence rewrite command click button menu
-""".split())  # fmt: skip
+""".split()
+)
 # A choice ending on one of these was cut off mid-phrase.
-DANGLING_END = frozenset("""
+DANGLING_END = frozenset(
+    """
 and or but then the a an to of with that their his her its your my our by from into onto towards toward
 at on in for as so if than very some any this these those is are was be
-""".split())  # fmt: skip
+""".split()
+)
 # Small words that say nothing about what a choice acts on (the rest are its object).
 FUNCTION_WORDS = DANGLING_END | frozenset("it them him me you up down out over off away back all".split())
 # The verbs that go straight on with "to" ("Walk to the pier"); any other ("Free to the wolf") lost its object.
-VERBS_BEFORE_TO = frozenset("""
+VERBS_BEFORE_TO = frozenset(
+    """
 back bow climb crawl creep dash descend dive go hike hop hurry jump kneel leap listen march move point pray
 race return ride row run rush sail scramble shout signal sing speak sneak step swim swing talk turn wade
 walk wave whisper yell
-""".split())  # fmt: skip
+""".split()
+)
 # Words that stay with the verb in the reply's seed ("Hide behind", "Force the"): the model then writes what
 # the verb acts on, rather than a new sentence.
 SEED_PARTICLES = frozenset("the a an to over behind across out back away up down into towards through".split())
 ARTICLES = frozenset(("the", "a", "an"))
 # Adjectives that never stand for a noun: "the upper" must go on to say the upper what.
-ADJECTIVES = frozenset("""
+ADJECTIVES = frozenset(
+    """
 old new upper lower small big large great tall high low dark bright long short little far near broken torn
 rusty fallen warm cold wet dry heavy empty whole hidden narrow wide deep quiet silent wooden stone iron
-""".split())  # fmt: skip
-PREPOSITIONS = frozenset("""
+""".split()
+)
+PREPOSITIONS = frozenset(
+    """
 to of with into onto towards toward at on in for from by over under behind across through past along around
 near beside below above down up off
-""".split())  # fmt: skip
+""".split()
+)
 # A command says what to do; these say what is ("Grab the purse is taken to the road").
 STATEMENT = frozenset("is are was were".split())
 # A choice speaks to the player, never as the player or about someone listening.
@@ -177,7 +189,7 @@ def rewrite_messages(scene: str, choice: Mapping[str, str]) -> list[Message]:
         ),
         {"role": "user", "content": question_for(scene, choice["text"], choice.get("leads_to", ""))},
         {"role": "assistant", "content": reply_seed(choice["text"])},
-    ]  # fmt: skip
+    ]
 
 
 def question_for(scene: str, text: str, leads_to: str) -> str:
@@ -330,8 +342,11 @@ def measured_problems(
     vectors = embedder.embed([choice["text"], context, *destinations])  # (2 + A, D)
     problems: list[str] = []
     known = set(words_of(" ".join([str(beat.get("scene", "")), *destinations])))
-    strangers = [word for word in choice["text"].split()[1:] if word[:1].isupper() and words_of(word)
-                 and re.sub(r"'s$", "", words_of(word)[0]) not in known]  # fmt: skip
+    strangers = [
+        word
+        for word in choice["text"].split()[1:]
+        if word[:1].isupper() and words_of(word) and re.sub(r"'s$", "", words_of(word)[0]) not in known
+    ]
     if strangers:
         problems.append(f"names what the beat never mentions ({', '.join(strangers)})")
     acted_on = {stem(word) for word in verb_and_object(choice["text"])[1] if not word.endswith("ly")}

@@ -207,10 +207,13 @@ def model_tie_break(model: LanguageModel, player_input: str, tied: Sequence[Bran
     letters = "ABCDEFGH"[: len(tied)]
     options = "\n".join(f"{letter}) {branch.intent}" for letter, branch in zip(letters, tied, strict=True))
     messages: list[Message] = [
-        {"role": "user", "content": f'The player says: "{player_input}"\nWhich intent matches best?\n{options}\n'
-                                    f"Answer with one letter."},
+        {
+            "role": "user",
+            "content": f'The player says: "{player_input}"\nWhich intent matches best?\n{options}\n'
+            f"Answer with one letter.",
+        },
         {"role": "assistant", "content": "The answer is"},
-    ]  # fmt: skip
+    ]
     answer = complete(model, messages, GenerationSettings(temperature=0.0, max_new_tokens=4))
     found = re.search(rf"\b([{letters}])\b", answer)
     return tied[letters.index(found.group(1))] if found else None
@@ -220,7 +223,10 @@ def fallback_messages(*, presentation: str, guidance: str, player_input: str) ->
     """A prompt for an outcome in the hook's spirit when no branch matches the player's input."""
     direction = f" {guidance.strip()}" if guidance.strip() else ""
     return [
-        {"role": "system", "content": "You narrate an interactive story in the second person. Reply in one or two "
-                                      f"short sentences that say what happens next.{direction}"},
+        {
+            "role": "system",
+            "content": "You narrate an interactive story in the second person. Reply in one or two "
+            f"short sentences that say what happens next.{direction}",
+        },
         {"role": "user", "content": f"{presentation.strip()}\nThe player: {player_input.strip()}"},
-    ]  # fmt: skip
+    ]

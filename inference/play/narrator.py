@@ -157,9 +157,12 @@ class Narrator:
         recent = [message["content"] for message in history[-4:]] + [said]
         query = self.embedder.embed([said])[0]  # (D,)
         recalled = link.recall(
-            session=job.session, character=member.id, speaker=job.data["speaker"],
-            query=query.astype("<f4").tobytes(), recent=recent,
-        )  # fmt: skip
+            session=job.session,
+            character=member.id,
+            speaker=job.data["speaker"],
+            query=query.astype("<f4").tobytes(),
+            recent=recent,
+        )
         memories = list(recalled.memories) if recalled is not None else []
         clues = [
             clue.text
@@ -203,10 +206,17 @@ class Narrator:
             link.send(SessionCharacterLine(session=job.session, character=name, text=shown[0], final=False))
         reply = " ".join(shown)
         link.send(SessionCharacterLine(session=job.session, character=name, text="", final=True))
-        link.send(SessionExchange(
-            session=job.session, sequence=job.data["sequence"], character=member.id, speaker=job.data["speaker"],
-            said=said, reply=reply, memories=self.told_memories(said),
-        ))  # fmt: skip
+        link.send(
+            SessionExchange(
+                session=job.session,
+                sequence=job.data["sequence"],
+                character=member.id,
+                speaker=job.data["speaker"],
+                said=said,
+                reply=reply,
+                memories=self.told_memories(said),
+            )
+        )
         link.conversation_record(job.session, name, said, reply)
 
     def told_memories(self, said: str) -> list[ToldMemory]:
@@ -350,9 +360,13 @@ class Narrator:
         model = self.language_model
         if model is not None and authored:
             result = generate_choices(
-                model, self.embedder, scene=job.data["scene"], guidance=job.data["guidance"], authored=authored,
+                model,
+                self.embedder,
+                scene=job.data["scene"],
+                guidance=job.data["guidance"],
+                authored=authored,
                 seed=job.data["seed"],
-            )  # fmt: skip
+            )
             choices, source = self.leading_where_authored(result, authored, job, link), result.source
             if all(choice["text"] == original["text"] for choice, original in zip(choices, authored, strict=True)):
                 source = "authored"
@@ -400,9 +414,13 @@ class Narrator:
             link.send(SessionNarration(session=job.session, text="Nothing comes of that."))
             return  # the hook keeps waiting for a response it knows
         outcome = HookOutcome(
-            hook=hook.name, branch=decision.branch, scores=decision.scores, decided_by=decision.decided_by,
-            effects=effects, narration=narration,
-        )  # fmt: skip
+            hook=hook.name,
+            branch=decision.branch,
+            scores=decision.scores,
+            decided_by=decision.decided_by,
+            effects=effects,
+            narration=narration,
+        )
         link.send(SessionPropose(session=job.session, input=outcome))
 
     # The narrator
@@ -424,11 +442,14 @@ class Narrator:
         text = "Nothing in the world answers that yet."
         if model is not None and setting is not None:
             messages: list[Message] = [
-                {"role": "system", "content": f"You narrate the interactive story {setting.title!r} in the second "
-                                              f"person. {setting.world_rules} Reply in one or two short sentences "
-                                              "that say what happens."},
+                {
+                    "role": "system",
+                    "content": f"You narrate the interactive story {setting.title!r} in the second "
+                    f"person. {setting.world_rules} Reply in one or two short sentences "
+                    "that say what happens.",
+                },
                 {"role": "user", "content": job.data["text"]},
-            ]  # fmt: skip
+            ]
             text = self.narration(model, messages, setting, link, job.session) or text
         link.send(SessionNarration(session=job.session, text=text))
 

@@ -33,9 +33,17 @@ WEATHER_AND_TIME: tuple[tuple[str, tuple[str, ...]], ...] = (
 SPAWN_WORDS = ("appear", "appears", "appearing", "spawn", "summon", "conjure", "raise", "rises", "grow", "grows",
                "build", "place", "put", "create", "add")  # fmt: skip
 OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
-    "towers": "tower", "trees": "tree", "lanterns": "lantern", "lamp": "lantern", "light": "lantern",
-    "crystals": "crystal", "gem": "crystal", "monster": "creature", "beast": "creature", "animal": "creature",
-}  # fmt: skip
+    "towers": "tower",
+    "trees": "tree",
+    "lanterns": "lantern",
+    "lamp": "lantern",
+    "light": "lantern",
+    "crystals": "crystal",
+    "gem": "crystal",
+    "monster": "creature",
+    "beast": "creature",
+    "animal": "creature",
+}
 COLOR_WORDS: dict[str, tuple[int, int, int]] = {
     "red": (200, 40, 40), "green": (40, 160, 60), "blue": (50, 80, 200), "yellow": (230, 210, 60),
     "white": (235, 235, 235), "black": (25, 25, 25), "purple": (140, 60, 170), "orange": (230, 130, 40),

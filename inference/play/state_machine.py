@@ -167,9 +167,13 @@ class PlayStateMachine:
         changed = story_after != story_before
         self._snapshot_due |= changed
         applied = SessionApplied(
-            session=self.session, sequence=sequence, tick=tick + 1, events=events,
-            story=story_after if changed else None, hooks=self.fired_hooks[hooks_before:],
-        )  # fmt: skip
+            session=self.session,
+            sequence=sequence,
+            tick=tick + 1,
+            events=events,
+            story=story_after if changed else None,
+            hooks=self.fired_hooks[hooks_before:],
+        )
         reaction = self._reaction([applied, *outgoing])
         reaction.events = events
         return reaction
@@ -266,9 +270,18 @@ class PlayStateMachine:
             state = self.story_state
             # In a story, words typed at a beat may be the player's own choice: the narrator reads them.
             offered = state.offered if state is not None and not state.ended and not self.live else None
-            self._jobs.append(Job("narrate", self.session, self.setting, {
-                "text": text, "beat": state.beat if state else None, "offered": offered,
-            }))  # fmt: skip
+            self._jobs.append(
+                Job(
+                    "narrate",
+                    self.session,
+                    self.setting,
+                    {
+                        "text": text,
+                        "beat": state.beat if state else None,
+                        "offered": offered,
+                    },
+                )
+            )
         return [], outgoing
 
     def speech(self, given: PlayerInput, sequence: int) -> list[WorkerToPlatform]:
@@ -278,14 +291,22 @@ class PlayStateMachine:
             raise ValueError(f"there is no character called {given['character']!r} here")
         state = self.story_state
         self._jobs.append(
-            Job("reply", self.session, setting, {
-                "character": setting.cast[given["character"]], "text": given["text"], "sequence": sequence,
-                "speaker": given.get("participant"),
-                "history": list(self.conversations.get(given["character"], [])),
-                "beat": state.beat if state else None, "flags": list(state.flags) if state else [],
-                "revealed_clues": list(state.revealed_clues) if state else [],
-            })
-        )  # fmt: skip
+            Job(
+                "reply",
+                self.session,
+                setting,
+                {
+                    "character": setting.cast[given["character"]],
+                    "text": given["text"],
+                    "sequence": sequence,
+                    "speaker": given.get("participant"),
+                    "history": list(self.conversations.get(given["character"], [])),
+                    "beat": state.beat if state else None,
+                    "flags": list(state.flags) if state else [],
+                    "revealed_clues": list(state.revealed_clues) if state else [],
+                },
+            )
+        )
         return self.hooks_fired_by_text(given)
 
     def offer(self, given: PlayerInput) -> list[WorkerToPlatform]:
@@ -428,13 +449,20 @@ class PlayStateMachine:
         if state.ended or state.offered is not None:
             return
         self._jobs.append(
-            Job("offer", self.session, self.setting, {
-                "beat": state.beat, "scene": self.story.scene(state), "guidance": self.story.guidance(state),
-                "authored": self.story.authored(state),
-                # Repeatable per visit: the same beat reached again gets its choices written afresh.
-                "seed": hash_seed(self.session, state.beat, tick),
-            })
-        )  # fmt: skip
+            Job(
+                "offer",
+                self.session,
+                self.setting,
+                {
+                    "beat": state.beat,
+                    "scene": self.story.scene(state),
+                    "guidance": self.story.guidance(state),
+                    "authored": self.story.authored(state),
+                    # Repeatable per visit: the same beat reached again gets its choices written afresh.
+                    "seed": hash_seed(self.session, state.beat, tick),
+                },
+            )
+        )
 
     def story_messages(self) -> list[WorkerToPlatform]:
         """Where the story stands: the beat's scene and its choices, none while they are being written (the

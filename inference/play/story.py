@@ -73,5 +73,9 @@ class StoryGraph:
         """The state at beat `target` (a choice taken, or a hook's branch moving the story on)."""
         if target not in self.beats:
             raise ValueError(f"the story has no beat {target!r}")
-        return StoryState(beat=target, flags=list(state.flags), revealed_clues=list(state.revealed_clues),
-                          ended=not self.beats[target].get("choices"))  # fmt: skip
+        return StoryState(
+            beat=target,
+            flags=list(state.flags),
+            revealed_clues=list(state.revealed_clues),
+            ended=not self.beats[target].get("choices"),
+        )

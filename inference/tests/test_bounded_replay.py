@@ -43,13 +43,16 @@ KINDS: dict[str, dict[str, Any]] = {
 REPLAY_DEADLINE_SECONDS = 5.0
 
 inputs = st.one_of(
-    st.builds(lambda kind, key: {"type": kind, "key": key}, st.sampled_from(["key_down", "key_up"]),
-              st.sampled_from(["KeyW", "KeyA", "KeyD", "ArrowLeft"])),
+    st.builds(
+        lambda kind, key: {"type": kind, "key": key},
+        st.sampled_from(["key_down", "key_up"]),
+        st.sampled_from(["KeyW", "KeyA", "KeyD", "ArrowLeft"]),
+    ),
     st.builds(lambda text: {"type": "prompt", "text": text}, st.sampled_from(["make it night", "hello there"])),
     st.builds(lambda text: {"type": "speech", "character": "Eve", "text": text}, st.sampled_from(["hi", "the lamp?"])),
     st.builds(lambda index: {"type": "choice", "index": index}, st.integers(0, 1)),
     st.sampled_from([{"type": "pause"}, {"type": "resume"}]),
-)  # fmt: skip
+)
 # Each step: the ticks that pass, then an input (or none).
 scripts = st.lists(st.tuples(st.integers(0, 6), st.none() | inputs), max_size=12)
 
@@ -99,8 +102,12 @@ def opened_within(session_host: SessionHost, message: SessionOpen, seconds: floa
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(sorted(KINDS)), script=scripts, snapshot_at=st.none() | st.integers(0, 11),
-       frames_seen=st.booleans())  # fmt: skip
+@given(
+    kind=st.sampled_from(sorted(KINDS)),
+    script=scripts,
+    snapshot_at=st.none() | st.integers(0, 11),
+    frames_seen=st.booleans(),
+)
 def test_every_kind_of_session_reopens_from_any_log_within_the_bound_to_the_same_state(
     kind: str, script: list[tuple[int, dict[str, Any] | None]], snapshot_at: int | None, frames_seen: bool
 ) -> None:
@@ -157,8 +164,10 @@ def test_a_replay_that_runs_past_its_time_fails_that_session() -> None:
 
 
 def test_a_conversation_reopened_after_a_park_replays_its_talk_and_answers_the_next_words() -> None:
-    talk = [(3, {"type": "speech", "character": "Eve", "text": "hi"}),
-            (5, {"type": "speech", "character": "Eve", "text": "the lamp?"})]  # fmt: skip
+    talk = [
+        (3, {"type": "speech", "character": "Eve", "text": "hi"}),
+        (5, {"type": "speech", "character": "Eve", "text": "the lamp?"}),
+    ]
     _, log, _ = played("conversation", talk, None)
     reopened = host()
     pending = [PendingInput(sequence=3, input={"type": "speech", "character": "Eve", "text": "and you?"})]

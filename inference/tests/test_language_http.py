@@ -38,8 +38,11 @@ def free_port() -> int:
 def start_server(model_dir: Path, port: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "inference.language.serve", "--model", str(model_dir), "--port", str(port)],
-        cwd=REPOSITORY, env=os.environ | {"HF_HUB_OFFLINE": "1"}, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=REPOSITORY,
+        env=os.environ | {"HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")

@@ -81,8 +81,9 @@ def test_a_reply_that_runs_out_of_tokens_ends_at_a_whole_sentence(tiny_model: Lo
     for seed in range(12):
         settings = GenerationSettings(seed=seed, max_new_tokens=40, temperature=1.2, max_sentences=3)
         reply = complete(tiny_model, CHAT, settings)
-        unlimited = complete(tiny_model, CHAT, GenerationSettings(seed=seed, max_new_tokens=40, temperature=1.2,
-                                                                  max_sentences=None))  # fmt: skip
+        unlimited = complete(
+            tiny_model, CHAT, GenerationSettings(seed=seed, max_new_tokens=40, temperature=1.2, max_sentences=None)
+        )
         assert unlimited.startswith(reply)
         if "." in unlimited[:-1] and reply != unlimited:
             assert reply.endswith((".", "!", "?", "…")), reply

@@ -49,8 +49,19 @@ def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server_url(tiny_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    command = [sys.executable, "-m", "transformers.cli.transformers", "serve", str(tiny_dir),
-               "--host", "127.0.0.1", "--port", "0", "--device", "cpu"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "transformers.cli.transformers",
+        "serve",
+        str(tiny_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--device",
+        "cpu",
+    ]
     # The log goes to a file: a pipe nobody reads would fill with uvicorn's access lines and stall the server.
     with log.open("w") as sink:
         server = subprocess.Popen(command, env=os.environ | {"HF_HUB_OFFLINE": "1"}, stdout=sink, stderr=sink)

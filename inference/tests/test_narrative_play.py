@@ -70,8 +70,14 @@ EVE = {"key": "character-0", "id": 7, "name": "Eve", "persona": "Eve keeps the h
 
 
 def docks_narrative(**extra: Any) -> dict[str, Any]:
-    return {"title": "Docks", "description": "A foggy harbour.", "content_rating": "everyone",
-            "characters": [EVE], "hooks": [GUARD_HOOK], "safety": {"blocked": ["kill yourself"]}} | extra  # fmt: skip
+    return {
+        "title": "Docks",
+        "description": "A foggy harbour.",
+        "content_rating": "everyone",
+        "characters": [EVE],
+        "hooks": [GUARD_HOOK],
+        "safety": {"blocked": ["kill yourself"]},
+    } | extra
 
 
 def host() -> SessionHost:
@@ -152,9 +158,17 @@ def test_a_replay_restores_fired_hooks_and_branch_effects_without_the_model() ->
     live.take_jobs()
     logged = []
     for sequence, given in enumerate(
-        [{"type": "prompt", "text": "the guard"}, {"type": "hook_outcome", "hook": "the-guard", "branch": "fight",
-                                                    "effects": GUARD_HOOK["branches"][1]["effects"]}], start=1
-    ):  # fmt: skip
+        [
+            {"type": "prompt", "text": "the guard"},
+            {
+                "type": "hook_outcome",
+                "hook": "the-guard",
+                "branch": "fight",
+                "effects": GUARD_HOOK["branches"][1]["effects"],
+            },
+        ],
+        start=1,
+    ):
         logged.append(replayed_input(given, live.input("s", sequence, given)))
         live.tick()
     reopened = host()
@@ -232,8 +246,9 @@ def test_a_conversation_needs_no_world_engine_and_keeps_its_talk_in_snapshots() 
     snapshot = snapshot_kept(session_host.snapshot("s"))
     reopened = host()
     reopened.open(session_open(engine=CONVERSATION, spec={}, snapshot=snapshot))
-    assert reopened.sessions["s"].play.conversations == {"Eve": [{"role": "user", "content": "hello"},
-                                                            {"role": "assistant", "content": "Welcome."}]}  # fmt: skip
+    assert reopened.sessions["s"].play.conversations == {
+        "Eve": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "Welcome."}]
+    }
 
 
 def test_without_a_good_generated_pair_the_beat_offers_its_authored_choices(tiny_model: LocalLanguageModel) -> None:

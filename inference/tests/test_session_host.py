@@ -64,8 +64,14 @@ def test_a_reopened_session_replays_its_log_to_the_same_state_without_repeating_
     live = host()
     live.open(session_open("s"))
     logged: list[ReplayedInput] = []
-    script = {2: ("key_down", "KeyW"), 9: ("key_down", "ArrowLeft"), 14: ("key_up", "KeyW"),
-              20: ("prompt", "make it night"), 23: ("key_up", "ArrowLeft"), 27: ("key_down", "KeyD")}  # fmt: skip
+    script = {
+        2: ("key_down", "KeyW"),
+        9: ("key_down", "ArrowLeft"),
+        14: ("key_up", "KeyW"),
+        20: ("prompt", "make it night"),
+        23: ("key_up", "ArrowLeft"),
+        27: ("key_down", "KeyD"),
+    }
     snapshot = None
     sequence = 0
     for tick in range(1, 35):
@@ -103,8 +109,9 @@ def test_a_prompt_becomes_world_events_and_is_reported_with_its_tick() -> None:
 
 def test_prompts_map_onto_the_events_vocabulary() -> None:
     assert events_from_prompt("make it night") == [{"kind": "night"}]
-    assert events_from_prompt("a red tower appears ahead") == [{"kind": "spawn", "object": "tower",
-                                                                "color": [200, 40, 40]}]  # fmt: skip
+    assert events_from_prompt("a red tower appears ahead") == [
+        {"kind": "spawn", "object": "tower", "color": [200, 40, 40]}
+    ]
     assert events_from_prompt("stop the rain") == [{"kind": "clear"}]
     assert events_from_prompt("tell me a joke") == []
     assert events_from_prompt("no more snow, please") == [{"kind": "clear"}]
@@ -183,8 +190,11 @@ def test_in_a_live_world_the_majority_vote_moves_the_story_when_the_vote_closes(
     session_host.open(session_open("s", story=STORY, live=True))
     offer, offered = offer_written(session_host, 1)
     logged = [replayed_input(offer, offered)]
-    votes = [({"type": "choice", "index": 0}, 2), ({"type": "choice", "index": 1, "participant": "ana"}, 3),
-             ({"type": "choice", "index": 1, "participant": "bo"}, 4)]  # fmt: skip
+    votes = [
+        ({"type": "choice", "index": 0}, 2),
+        ({"type": "choice", "index": 1, "participant": "ana"}, 3),
+        ({"type": "choice", "index": 1, "participant": "bo"}, 4),
+    ]
     for given, sequence in votes:
         messages = session_host.input("s", sequence, given)
         logged.append(replayed_input(given, messages))

@@ -85,8 +85,13 @@ def first_open_never_returns(small_engines: None, monkeypatch: pytest.MonkeyPatc
 
 
 def config(platform: FakePlatform) -> worker.WorkerConfig:
-    return worker.WorkerConfig(url=platform.url, token="test", language_model="none",
-                               engine_stuck_seconds=ENGINE_STUCK_SECONDS, watch_every_seconds=0.1)  # fmt: skip
+    return worker.WorkerConfig(
+        url=platform.url,
+        token="test",
+        language_model="none",
+        engine_stuck_seconds=ENGINE_STUCK_SECONDS,
+        watch_every_seconds=0.1,
+    )
 
 
 @pytest.mark.timeout(30)

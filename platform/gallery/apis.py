@@ -35,8 +35,21 @@ class ListingCardSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Listing
-        fields = ["slug", "title", "logline", "category", "content_rating", "creator", "tags", "play_count",
-                  "like_count", "listed_at", "version", "image_url", "url"]  # fmt: skip
+        fields = [
+            "slug",
+            "title",
+            "logline",
+            "category",
+            "content_rating",
+            "creator",
+            "tags",
+            "play_count",
+            "like_count",
+            "listed_at",
+            "version",
+            "image_url",
+            "url",
+        ]
 
     def get_tags(self, listing: Listing) -> list[str]:
         return [tag.name for tag in listing.tags.all()]
@@ -81,8 +94,13 @@ class GalleryWorldListApi(APIView):
         given = self.InputSerializer(data={**request.query_params.dict(), "tag": request.query_params.getlist("tag")})
         given.is_valid(raise_exception=True)
         data = given.validated_data
-        common = {"user": request.user, "category": data.get("category"), "tags": data.get("tag", []),
-                  "cursor": data.get("cursor"), "size": data["page_size"]}  # fmt: skip
+        common = {
+            "user": request.user,
+            "category": data.get("category"),
+            "tags": data.get("tag", []),
+            "cursor": data.get("cursor"),
+            "size": data["page_size"],
+        }
         try:
             if data.get("q", "").strip():
                 page = selectors.listings_search(query=data["q"], **common)
@@ -125,8 +143,15 @@ class GalleryWorldDetailApi(APIView):
         play_url = serializers.SerializerMethodField()
 
         class Meta(ListingCardSerializer.Meta):
-            fields = [*ListingCardSerializer.Meta.fields, "description", "characters", "versions", "remixed_from",
-                      "liked", "play_url"]  # fmt: skip
+            fields = [
+                *ListingCardSerializer.Meta.fields,
+                "description",
+                "characters",
+                "versions",
+                "remixed_from",
+                "liked",
+                "play_url",
+            ]
 
         def get_characters(self, listing: Listing) -> list[dict[str, str]]:
             return [

@@ -46,9 +46,13 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
     try:
         if query:
             page = selectors.listings_search(
-                user=request.user, query=query, category=chosen_category, tags=values["tags"],
-                cursor=values["cursor"], size=values["size"],
-            )  # fmt: skip
+                user=request.user,
+                query=query,
+                category=chosen_category,
+                tags=values["tags"],
+                cursor=values["cursor"],
+                size=values["size"],
+            )
         else:
             page = selectors.listings_browse(user=request.user, category=chosen_category, **values)
     except selectors.BadCursor:
@@ -58,10 +62,14 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
     next_query = request.GET.copy()
     next_query["cursor"] = page.next_cursor or ""
     context = {
-        "page": page, "form": form, "query": query, "sort": values["sort"], "tags": values["tags"],
+        "page": page,
+        "form": form,
+        "query": query,
+        "sort": values["sort"],
+        "tags": values["tags"],
         "next_query": next_query.urlencode() if page.next_cursor else "",
         "popular_tags": selectors.tags_popular(user=request.user, category=chosen_category),
-    }  # fmt: skip
+    }
     return render(request, template, context | extra)
 
 
@@ -78,8 +86,15 @@ def refused(
     """The list page with no results and each reason shown as a message (the page shows messages)."""
     for error in errors:
         messages.error(request, error)
-    context = {"page": selectors.Page(items=[], next_cursor=None), "form": form, "query": "", "tags": [],
-               "sort": "", "next_query": "", "popular_tags": []}  # fmt: skip
+    context = {
+        "page": selectors.Page(items=[], next_cursor=None),
+        "form": form,
+        "query": "",
+        "tags": [],
+        "sort": "",
+        "next_query": "",
+        "popular_tags": [],
+    }
     response = render(request, template, context | extra, status=status)
     for name, value in (headers or {}).items():
         response[name] = value
@@ -91,9 +106,11 @@ def category_page(request: HttpRequest, category: str) -> HttpResponse:
         raise Http404("No such gallery category")
     chosen = Category(category)
     return browse(
-        request, category=chosen, template="gallery/category.html",
+        request,
+        category=chosen,
+        template="gallery/category.html",
         extra={"category": chosen, "blurb": CATEGORY_BLURBS[chosen]},
-    )  # fmt: skip
+    )
 
 
 def search(request: HttpRequest) -> HttpResponse:

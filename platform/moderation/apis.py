@@ -89,8 +89,22 @@ class QueueItemSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = QueueItem
-        fields = ["id", "kind", "world", "world_title", "creator", "version", "version_number", "report", "appeal",
-                  "category", "content_rating", "automated_verdict", "opened_at", "closed_at"]  # fmt: skip
+        fields = [
+            "id",
+            "kind",
+            "world",
+            "world_title",
+            "creator",
+            "version",
+            "version_number",
+            "report",
+            "appeal",
+            "category",
+            "content_rating",
+            "automated_verdict",
+            "opened_at",
+            "closed_at",
+        ]
 
 
 class ReportCreateApi(APIView):

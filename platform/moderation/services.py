@@ -57,9 +57,14 @@ def moderator_required(*, moderator: User, world: World | None = None) -> None:
 def audit(*, actor: User, action: AuditAction, target: Any, reason: str = "", **details: Any) -> AuditEntry:
     kind = {World: "world", WorldVersion: "version", User: "user", Report: "report", Appeal: "appeal"}[type(target)]
     return AuditEntry.objects.create(
-        actor=actor, action=action, target_kind=kind, target_id=target.pk, target_label=str(target)[:200],
-        reason=reason, details=details,
-    )  # fmt: skip
+        actor=actor,
+        action=action,
+        target_kind=kind,
+        target_id=target.pk,
+        target_label=str(target)[:200],
+        reason=reason,
+        details=details,
+    )
 
 
 def reason_required(reason: str) -> str:
@@ -179,17 +184,26 @@ def report_file(
         raise ValidationError({"context": f"at most {MAX_REPORT_CONTEXT_CHARACTERS} characters of context"})
     listing = Listing.objects.filter(world=world).select_related("version").first()
     report = Report(
-        reporter=reporter, world=world, version=listing.version if listing else None, subject=subject,
-        character_name=character_name, reason=reason, note=note, context=context,
-    )  # fmt: skip
+        reporter=reporter,
+        world=world,
+        version=listing.version if listing else None,
+        subject=subject,
+        character_name=character_name,
+        reason=reason,
+        note=note,
+        context=context,
+    )
     report.full_clean()
     report.save()
     QueueItem.objects.create(
-        kind=QueueKind.REPORT, world=world, version=report.version, report=report,
+        kind=QueueKind.REPORT,
+        world=world,
+        version=report.version,
+        report=report,
         category=listing.category if listing else world.category,
         content_rating=listing.content_rating if listing else world.content_rating,
         automated_verdict=Verdict.PASS,  # reports have no automated checks; the filter treats them as checked
-    )  # fmt: skip
+    )
     return report
 
 
@@ -220,9 +234,13 @@ def world_take_down(*, world: World, moderator: User, reason: str) -> AuditEntry
     Report.objects.filter(world=world, resolved_at__isnull=True).update(resolved_at=now)
     queue_close(kind=QueueKind.REPORT, world=world)
     return audit(
-        actor=moderator, action=AuditAction.TAKE_DOWN, target=world, reason=reason,
-        versions=[version.pk for version in versions], sessions_ended=sessions_ended,
-    )  # fmt: skip
+        actor=moderator,
+        action=AuditAction.TAKE_DOWN,
+        target=world,
+        reason=reason,
+        versions=[version.pk for version in versions],
+        sessions_ended=sessions_ended,
+    )
 
 
 @transaction.atomic
@@ -237,9 +255,12 @@ def world_restore(*, world: World, moderator: User, reason: str) -> AuditEntry:
         version_review(version=version, moderator=moderator, status=ReviewStatus.APPROVED, reason=reason)
     listing_refresh(world=world)
     return audit(
-        actor=moderator, action=AuditAction.RESTORE, target=world, reason=reason,
+        actor=moderator,
+        action=AuditAction.RESTORE,
+        target=world,
+        reason=reason,
         versions=[version.pk for version in versions],
-    )  # fmt: skip
+    )
 
 
 @transaction.atomic
@@ -311,12 +332,17 @@ def appeal_file(*, decision: AuditEntry, creator: User, statement: str) -> Appea
         raise ValidationError("this decision has already been appealed; a decision can be appealed once") from None
     facts = published_world(version).world
     QueueItem.objects.create(
-        kind=QueueKind.APPEAL, world=version.world, version=version, appeal=appeal,
-        category=facts.category, content_rating=facts.content_rating,
-        automated_verdict=version.queue_items.filter(kind=QueueKind.SUBMISSION).values_list(
-            "automated_verdict", flat=True
-        ).first() or Verdict.PASS,
-    )  # fmt: skip
+        kind=QueueKind.APPEAL,
+        world=version.world,
+        version=version,
+        appeal=appeal,
+        category=facts.category,
+        content_rating=facts.content_rating,
+        automated_verdict=version.queue_items.filter(kind=QueueKind.SUBMISSION)
+        .values_list("automated_verdict", flat=True)
+        .first()
+        or Verdict.PASS,
+    )
     return appeal
 
 
@@ -338,9 +364,12 @@ def appeal_decide(*, appeal: Appeal, moderator: User, grant: bool, reason: str) 
     appeal.save(update_fields=["outcome"])
     queue_close(kind=QueueKind.APPEAL, appeal=appeal)
     audit(
-        actor=moderator, action=AuditAction.GRANT_APPEAL if grant else AuditAction.DENY_APPEAL, target=appeal,
-        reason=reason, decision=appeal.decision_id,
-    )  # fmt: skip
+        actor=moderator,
+        action=AuditAction.GRANT_APPEAL if grant else AuditAction.DENY_APPEAL,
+        target=appeal,
+        reason=reason,
+        decision=appeal.decision_id,
+    )
     return appeal
 
 

@@ -371,16 +371,25 @@ async def test_a_malformed_browser_id_is_refused_at_the_handshake(running: Any, 
 async def test_a_queued_player_with_no_worker_for_the_engine_is_told_so_instead_of_an_estimate() -> None:
     session = await database_sync_to_async(PlaySessionFactory)(status="queued")
     await database_sync_to_async(WorkerNode.objects.create)(
-        name="another-engine", token_hash=uuid.uuid4().hex, token_expires_at=timezone.now() + timedelta(days=1),
-        channel_name="nowhere", slots=4, engines=["neural"], last_heartbeat_at=timezone.now(),
-    )  # fmt: skip
+        name="another-engine",
+        token_hash=uuid.uuid4().hex,
+        token_expires_at=timezone.now() + timedelta(days=1),
+        channel_name="nowhere",
+        slots=4,
+        engines=["neural"],
+        last_heartbeat_at=timezone.now(),
+    )
     owner = await database_sync_to_async(lambda: session.owner)()
     communicator = await connect(session.pk, owner)
     await communicator.connect()
     assert (await communicator.receive_json_from())["type"] == "welcome"
     queued = await communicator.receive_json_from(timeout=5)
-    assert queued == {"type": "status", "state": "queued", "queue_place": 1,
-                      "reason": "no worker is available; you keep your place"}  # fmt: skip
+    assert queued == {
+        "type": "status",
+        "state": "queued",
+        "queue_place": 1,
+        "reason": "no worker is available; you keep your place",
+    }
     await communicator.disconnect()
 
 
@@ -428,8 +437,9 @@ async def test_a_session_whose_viewer_vanished_without_a_disconnect_is_parked_wi
         consumer_tasks_end()
         OPENED.remove(communicator)
         died_at = time.monotonic()
-        parked = await parked_after(session, died_at, budget=PARK_SECONDS * 3,
-                                    sweep=lambda: sessions_park_unwatched(worker=worker))  # fmt: skip
+        parked = await parked_after(
+            session, died_at, budget=PARK_SECONDS * 3, sweep=lambda: sessions_park_unwatched(worker=worker)
+        )
     assert parked is not None, "a session nobody watches kept its worker slot"
     assert parked <= PARK_SECONDS + 0.3
 

@@ -3,26 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
 from accounts.tests.factories import UserFactory
 from gallery.services import listing_refresh
 from play.models import PlaySession
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
+from tests.fixtures import SignIn
 from worlds.documents import world_document
 from worlds.tests.factories import BeatFactory, StoryFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def signed_in(user: object) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def test_starting_a_session_pins_the_approved_version_and_opens_the_player() -> None:
+def test_starting_a_session_pins_the_approved_version_and_opens_the_player(signed_in: SignIn) -> None:
     version = WorldVersionFactory()
     player = UserFactory()
     response = signed_in(player).post(reverse("play:play", args=[version.world.slug]))
@@ -32,19 +26,19 @@ def test_starting_a_session_pins_the_approved_version_and_opens_the_player() -> 
     assert session.version == version
 
 
-def test_a_world_without_an_approved_version_cannot_be_played_by_others() -> None:
+def test_a_world_without_an_approved_version_cannot_be_played_by_others(signed_in: SignIn) -> None:
     version = WorldVersionFactory(status="pending")
     assert signed_in(UserFactory()).get(reverse("play:play", args=[version.world.slug])).status_code == 404
     assert signed_in(version.world.owner).get(reverse("play:play", args=[version.world.slug])).status_code == 200
 
 
-def test_the_player_page_is_only_for_the_sessions_players() -> None:
+def test_the_player_page_is_only_for_the_sessions_players(signed_in: SignIn) -> None:
     session = PlaySessionFactory()
     assert signed_in(session.owner).get(reverse("play:session", args=[session.pk])).status_code == 200
     assert signed_in(UserFactory()).get(reverse("play:session", args=[session.pk])).status_code == 404
 
 
-def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it() -> None:
+def test_joining_a_live_world_shares_one_session_and_its_page_lists_who_is_in_it(signed_in: SignIn) -> None:
     world = WorldFactory(category="live")
     version = WorldVersionFactory(world=world)
     first, second = UserFactory(), UserFactory()
@@ -74,7 +68,7 @@ def test_a_takedown_ends_the_worlds_sessions_with_the_moderators_reason() -> Non
     assert finished.ended_reason == "left"
 
 
-def test_the_player_page_of_a_world_with_a_story_waits_for_its_first_choices() -> None:
+def test_the_player_page_of_a_world_with_a_story_waits_for_its_first_choices(signed_in: SignIn) -> None:
     session = PlaySessionFactory()
     page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
     assert 'data-story="false"' in page

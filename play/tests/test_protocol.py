@@ -108,10 +108,14 @@ def test_protocol_md_names_every_browser_message_with_its_fields_as_defined() ->
 
 
 @settings(max_examples=300, deadline=None)
-@given(message=st.dictionaries(st.sampled_from(["type", "state", "text", "seq", "worker", "tick", "final"]), ANY_VALUE)
-       | st.builds(lambda kind, rest: {"type": kind, **rest}, st.sampled_from(sorted(protocol.BROWSER_MESSAGES)),
-                   st.dictionaries(st.sampled_from(["state", "text", "seq", "worker", "tick", "final", "error"]),
-                                   ANY_VALUE)))  # fmt: skip
+@given(
+    message=st.dictionaries(st.sampled_from(["type", "state", "text", "seq", "worker", "tick", "final"]), ANY_VALUE)
+    | st.builds(
+        lambda kind, rest: {"type": kind, **rest},
+        st.sampled_from(sorted(protocol.BROWSER_MESSAGES)),
+        st.dictionaries(st.sampled_from(["state", "text", "seq", "worker", "tick", "final", "error"]), ANY_VALUE),
+    )
+)
 def test_a_message_for_browsers_is_one_the_protocol_defines_or_refused(message: dict[str, Any]) -> None:
     try:
         checked = protocol.browser_message(message)

@@ -19,10 +19,16 @@ def test_inputs_number_on_from_the_session_s_counter() -> None:
     session = PlaySessionFactory(status="queued")
     player = session.owner
     for client_sequence in (1, 2, 3):
-        session_input_append(session=session, player=player, browser="", client_sequence=client_sequence,
-                             payload={"type": "key_down", "key": "KeyW"})  # fmt: skip
-    event, new = session_input_append(session=session, player=player, browser="", client_sequence=2,
-                                      payload={"type": "key_down", "key": "KeyW"})  # fmt: skip
+        session_input_append(
+            session=session,
+            player=player,
+            browser="",
+            client_sequence=client_sequence,
+            payload={"type": "key_down", "key": "KeyW"},
+        )
+    event, new = session_input_append(
+        session=session, player=player, browser="", client_sequence=2, payload={"type": "key_down", "key": "KeyW"}
+    )
     assert (event.sequence, new) == (2, False)  # a resend is the logged input, not a new number
     assert list(SessionEvent.objects.filter(session=session).values_list("sequence", flat=True)) == [1, 2, 3]
     assert PlaySession.objects.get(pk=session.pk).last_sequence == 3
@@ -36,10 +42,15 @@ def test_a_live_world_s_players_sending_at_once_take_distinct_consecutive_number
     def send(player_index: int) -> list[int]:
         try:
             return [
-                session_input_append(session=session, player=players[player_index], browser="", client_sequence=number,
-                                     payload={"type": "key_down", "key": "KeyW"})[0].sequence
+                session_input_append(
+                    session=session,
+                    player=players[player_index],
+                    browser="",
+                    client_sequence=number,
+                    payload={"type": "key_down", "key": "KeyW"},
+                )[0].sequence
                 for number in range(1, 26)
-            ]  # fmt: skip
+            ]
         finally:
             connections.close_all()
 
@@ -52,12 +63,15 @@ def test_a_live_world_s_players_sending_at_once_take_distinct_consecutive_number
 def test_a_player_s_two_tabs_both_counting_from_one_log_both_inputs_and_resends_once() -> None:
     session = PlaySessionFactory(status="queued")
     key = {"type": "key_down", "key": "KeyW"}
-    first_tab = session_input_append(session=session, player=session.owner, browser="tab-one-1", client_sequence=1,
-                                     payload=key)  # fmt: skip
-    second_tab = session_input_append(session=session, player=session.owner, browser="tab-two-2", client_sequence=1,
-                                      payload=key)  # fmt: skip
-    resent = session_input_append(session=session, player=session.owner, browser="tab-two-2", client_sequence=1,
-                                  payload=key)  # fmt: skip
+    first_tab = session_input_append(
+        session=session, player=session.owner, browser="tab-one-1", client_sequence=1, payload=key
+    )
+    second_tab = session_input_append(
+        session=session, player=session.owner, browser="tab-two-2", client_sequence=1, payload=key
+    )
+    resent = session_input_append(
+        session=session, player=session.owner, browser="tab-two-2", client_sequence=1, payload=key
+    )
     assert [(event.sequence, new) for event, new in (first_tab, second_tab, resent)] == [
         (1, True),
         (2, True),

@@ -172,8 +172,9 @@ async def test_a_worker_may_publish_only_to_the_sessions_assigned_to_it() -> Non
 async def test_a_worker_that_missed_an_input_is_sent_the_session_again_with_the_inputs_it_lacks() -> None:
     worker = await connect_worker("gpu-box-1")
     session = await database_sync_to_async(PlaySessionFactory)(status="running")
-    await database_sync_to_async(lambda: PlaySession.objects.filter(pk=session.pk).update(
-        worker=WorkerNode.objects.get(name="gpu-box-1")))()  # fmt: skip
+    await database_sync_to_async(
+        lambda: PlaySession.objects.filter(pk=session.pk).update(worker=WorkerNode.objects.get(name="gpu-box-1"))
+    )()
     for _ in range(2):
         await database_sync_to_async(log_input)(session.pk)
     assert (await worker.receive_json_from())["sequence"] == 1
@@ -194,8 +195,9 @@ def log_input(session_id: uuid.UUID) -> None:
 async def test_a_proposal_goes_back_to_its_worker_even_while_the_workers_channel_is_full() -> None:
     worker = await connect_worker("gpu-box-1")
     session = await database_sync_to_async(PlaySessionFactory)(status="running")
-    await database_sync_to_async(lambda: PlaySession.objects.filter(pk=session.pk).update(
-        worker=WorkerNode.objects.get(name="gpu-box-1")))()  # fmt: skip
+    await database_sync_to_async(
+        lambda: PlaySession.objects.filter(pk=session.pk).update(worker=WorkerNode.objects.get(name="gpu-box-1"))
+    )()
     await assigned(worker, "gpu-box-1", str(session.pk))
     # Point the worker's record at a channel of another process that has stopped reading: full, as a busy Live
     # world's inputs leave it (this consumer keeps reading its own channel, which never fills here).

@@ -17,10 +17,14 @@ pytestmark = pytest.mark.django_db
 def test_a_creator_makes_a_world_with_tags(api: APIClient, creator: User) -> None:
     response = api.post(
         "/api/worlds/",
-        {"title": "Foghaven", "logline": "A harbour in fog.", "tags": ["Harbour", "mystery"],
-         "engine_parameters": {"seed": 3, "weather": "rain"}},
+        {
+            "title": "Foghaven",
+            "logline": "A harbour in fog.",
+            "tags": ["Harbour", "mystery"],
+            "engine_parameters": {"seed": 3, "weather": "rain"},
+        },
         format="json",
-    )  # fmt: skip
+    )
     assert response.status_code == 201, response.json()
     world = World.objects.get(slug="foghaven")
     assert world.owner == creator
@@ -73,14 +77,21 @@ def test_a_world_cannot_take_another_creators_character(api: APIClient, creator:
 def test_a_hook_with_two_branches_belongs_to_the_callers_world(api: APIClient, creator: User) -> None:
     world = WorldFactory(owner=creator)
     hook = {
-        "world": world.pk, "name": "guardian", "trigger": "keywords", "trigger_value": {"keywords": ["bridge"]},
+        "world": world.pk,
+        "name": "guardian",
+        "trigger": "keywords",
+        "trigger_value": {"keywords": ["bridge"]},
         "presentation": "A guardian asks for a gift.",
         "branches": [
-            {"name": "gift", "intent": "offer a gift", "examples": ["take my lantern"],
-             "effects": {"world_events": [{"kind": "dawn"}]}},
+            {
+                "name": "gift",
+                "intent": "offer a gift",
+                "examples": ["take my lantern"],
+                "effects": {"world_events": [{"kind": "dawn"}]},
+            },
             {"name": "refuse", "intent": "refuse", "examples": ["no"], "effects": {"set_flags": ["angered"]}},
         ],
-    }  # fmt: skip
+    }
     response = api.post("/api/hooks/", hook, format="json")
     assert response.status_code == 201, response.json()
     assert [branch["name"] for branch in response.json()["branches"]] == ["gift", "refuse"]
@@ -127,9 +138,12 @@ def test_the_authoring_api_is_in_the_schema(api: APIClient) -> None:
 def test_a_character_keeps_its_clues(api: APIClient, creator: User) -> None:
     book = LorebookFactory(owner=creator)
     character = {
-        "name": "Eve", "persona": "Keeper", "greeting": "Hello.", "lorebook": book.pk,
+        "name": "Eve",
+        "persona": "Keeper",
+        "greeting": "Hello.",
+        "lorebook": book.pk,
         "clues": [{"name": "key", "text": "Under the stairs.", "condition": "keyword", "condition_value": "key"}],
-    }  # fmt: skip
+    }
     response = api.post("/api/characters/", character, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["clues"][0]["condition"] == "keyword"

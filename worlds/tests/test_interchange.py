@@ -37,8 +37,9 @@ def counts() -> tuple[int, ...]:
     return (World.objects.count(), Character.objects.count(), Lorebook.objects.count(), Story.objects.count())
 
 
-@pytest.mark.parametrize("name", ["eve_card_v2.png", "eve_card_v3.png", "eve_card_v2.json", "eve_card_v3.json",
-                                  "eve_card_v1.json"])  # fmt: skip
+@pytest.mark.parametrize(
+    "name", ["eve_card_v2.png", "eve_card_v3.png", "eve_card_v2.json", "eve_card_v3.json", "eve_card_v1.json"]
+)
 def test_every_card_flavour_imports_as_a_character(creator: User, name: str) -> None:
     [created] = content_import(data=fixture(name), owner=creator)
     eve = Character.objects.get(pk=created["id"])
@@ -79,8 +80,9 @@ def test_a_twee_story_imports_as_a_beat_graph_and_exports_back(creator: User) ->
     assert again == original
 
 
-@pytest.mark.parametrize(("name", "export_format"), [("saltmarsh_lorebook_v3.json", "lorebook"),
-                                                     ("saltmarsh_world_info.json", "world-info")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "export_format"), [("saltmarsh_lorebook_v3.json", "lorebook"), ("saltmarsh_world_info.json", "world-info")]
+)
 def test_lorebooks_import_and_export_in_their_own_shape(creator: User, name: str, export_format: str) -> None:
     [created] = content_import(data=fixture(name), owner=creator)
     book = Lorebook.objects.get(pk=created["id"])
@@ -130,22 +132,35 @@ def test_a_card_whose_lorebook_our_models_refuse_leaves_nothing_behind(creator: 
 
 def test_the_command_prints_what_it_created_and_a_bad_file_undoes_the_whole_run(creator: User) -> None:
     out = io.StringIO()
-    call_command("import_content", str(FIXTURES / "eve_card_v3.json"), str(FIXTURES / "harbour_lights.twee"),
-                 "--owner", creator.username, stdout=out)  # fmt: skip
+    call_command(
+        "import_content",
+        str(FIXTURES / "eve_card_v3.json"),
+        str(FIXTURES / "harbour_lights.twee"),
+        "--owner",
+        creator.username,
+        stdout=out,
+    )
     created = json.loads(out.getvalue())["created"]
     assert [item["type"] for item in created] == ["character", "world", "story"]
     before = counts()
     with pytest.raises(CommandError, match=r"broken_link\.twee: twee: passage 'Docks'"):
-        call_command("import_content", str(FIXTURES / "eve_card_v2.json"), str(FIXTURES / "broken_link.twee"),
-                     "--owner", creator.username, stdout=io.StringIO())  # fmt: skip
+        call_command(
+            "import_content",
+            str(FIXTURES / "eve_card_v2.json"),
+            str(FIXTURES / "broken_link.twee"),
+            "--owner",
+            creator.username,
+            stdout=io.StringIO(),
+        )
     assert counts() == before
 
 
 def test_the_export_command_writes_a_cartridge_that_imports(creator: User, tmp_path: Path) -> None:
     world = WorldFactory(owner=creator)
     target = tmp_path / "world.zip"
-    call_command("export_content", "world", str(world.pk), "--format", "cartridge", "-o", str(target),
-                 stdout=io.StringIO())  # fmt: skip
+    call_command(
+        "export_content", "world", str(world.pk), "--format", "cartridge", "-o", str(target), stdout=io.StringIO()
+    )
     manifest = json.loads(zipfile.ZipFile(target).read("manifest.json"))
     assert manifest["provenance"]["creator"] == creator.username
     created = content_import(data=target.read_bytes(), owner=UserFactory())
@@ -213,8 +228,9 @@ class TestCartridgeRoundTrip(HypothesisTestCase):
         self, title: str, description: str, entries: list, examples: list, weather: str
     ) -> None:
         owner = UserFactory()
-        world = WorldFactory(owner=owner, title=title, description=description,
-                             engine_parameters={"seed": 5, "weather": weather})  # fmt: skip
+        world = WorldFactory(
+            owner=owner, title=title, description=description, engine_parameters={"seed": 5, "weather": weather}
+        )
         for entry_keys, content, order in entries:
             entry = LoreEntryFactory(lorebook__owner=owner, keys=entry_keys, content=content, insertion_order=order)
             world.lorebooks.add(entry.lorebook)

@@ -162,8 +162,13 @@ def test_a_portrait_uploaded_in_the_studio_under_a_path_like_name_stays_in_the_p
 
 def card_png(name: str) -> bytes:
     """A character card PNG (a chara tEXt chunk, base64 JSON) for a character called `name`."""
-    card = json.dumps({"spec": "chara_card_v2", "spec_version": "2.0",
-                       "data": {"name": name, "description": "A keeper.", "first_mes": "Hello."}})  # fmt: skip
+    card = json.dumps(
+        {
+            "spec": "chara_card_v2",
+            "spec_version": "2.0",
+            "data": {"name": name, "description": "A keeper.", "first_mes": "Hello."},
+        }
+    )
     body = b"chara\0" + base64.b64encode(card.encode())
     chunk = struct.pack(">I", len(body)) + b"tEXt" + body + struct.pack(">I", zlib.crc32(b"tEXt" + body))
     image = image_bytes("PNG")

@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import reverse
 from PIL import Image
 
-from accounts.models import User
 from accounts.tests.factories import ModeratorFactory, UserFactory
 from moderation.services import version_approve
+from tests.fixtures import SignIn
 from worlds.models import Character, Clue, Hook, Lorebook, Story, World, WorldVersion
 from worlds.services import hook_outcome_record, world_publish
 from worlds.tests.factories import (
@@ -31,12 +31,6 @@ from worlds.tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def world_data(**overrides: Any) -> dict[str, Any]:
@@ -89,7 +83,7 @@ def character_data(**overrides: Any) -> dict[str, Any]:
     } | overrides
 
 
-def test_the_studio_lists_only_the_creators_own_work() -> None:
+def test_the_studio_lists_only_the_creators_own_work(signed_in: SignIn) -> None:
     creator, other = UserFactory(), UserFactory()
     WorldFactory(owner=creator, title="Mine")
     WorldFactory(owner=other, title="Theirs")
@@ -102,14 +96,14 @@ def test_the_studio_lists_only_the_creators_own_work() -> None:
         assert reverse(f"worlds:{name}") in page
 
 
-def test_the_studio_asks_visitors_to_log_in_and_refuses_people_who_cannot_create() -> None:
+def test_the_studio_asks_visitors_to_log_in_and_refuses_people_who_cannot_create(signed_in: SignIn) -> None:
     assert Client().get(reverse("worlds:studio")).status_code == 302
     player = UserFactory()
     player.groups.clear()
     assert signed_in(player).get(reverse("worlds:world_create")).status_code == 403
 
 
-def test_a_creator_creates_a_world_with_tags_and_engine_parameters() -> None:
+def test_a_creator_creates_a_world_with_tags_and_engine_parameters(signed_in: SignIn) -> None:
     creator = UserFactory()
     eve = CharacterFactory(owner=creator)
     lore = LorebookFactory(owner=creator)
@@ -135,7 +129,7 @@ def test_a_creator_creates_a_world_with_tags_and_engine_parameters() -> None:
     assert list(world.lorebooks.all()) == [lore]
 
 
-def test_editing_a_world_keeps_the_objects_placed_on_its_map() -> None:
+def test_editing_a_world_keeps_the_objects_placed_on_its_map(signed_in: SignIn) -> None:
     tower = {"kind": "tower", "x": 3.5, "y": 4.5}
     world = WorldFactory(engine_parameters={"seed": 7, "size": 16, "objects": [tower]})
     client = signed_in(world.owner)
@@ -147,7 +141,7 @@ def test_editing_a_world_keeps_the_objects_placed_on_its_map() -> None:
     assert (world.engine_parameters["seed"], world.engine_parameters["objects"]) == (8, [tower])
 
 
-def test_a_world_error_is_shown_beside_its_field_and_in_the_summary_and_nothing_is_saved() -> None:
+def test_a_world_error_is_shown_beside_its_field_and_in_the_summary_and_nothing_is_saved(signed_in: SignIn) -> None:
     creator = UserFactory()
     response = signed_in(creator).post(reverse("worlds:world_create"), world_data(title="", size="3"))
     page = response.content.decode()
@@ -159,7 +153,7 @@ def test_a_world_error_is_shown_beside_its_field_and_in_the_summary_and_nothing_
     assert "A foggy" not in page and "A harbour under fog where the lighthouse has gone dark." in page  # kept input
 
 
-def test_a_failed_edit_keeps_the_saved_title_as_the_page_heading() -> None:
+def test_a_failed_edit_keeps_the_saved_title_as_the_page_heading(signed_in: SignIn) -> None:
     world = WorldFactory(title="The drowned harbour")
     page = signed_in(world.owner).post(reverse("worlds:world", args=[world.pk]), world_data(title="")).content
     assert "<h1>The drowned harbour</h1>" in page.decode()
@@ -167,7 +161,7 @@ def test_a_failed_edit_keeps_the_saved_title_as_the_page_heading() -> None:
     assert world.title == "The drowned harbour"
 
 
-def test_a_service_error_after_the_world_was_written_rolls_everything_back() -> None:
+def test_a_service_error_after_the_world_was_written_rolls_everything_back(signed_in: SignIn) -> None:
     creator = UserFactory()
     too_many = ", ".join(f"tag{number}" for number in range(21))
     page = signed_in(creator).post(reverse("worlds:world_create"), world_data(tags=too_many)).content.decode()
@@ -176,7 +170,7 @@ def test_a_service_error_after_the_world_was_written_rolls_everything_back() -> 
 
 
 def test_a_cover_image_is_uploaded_with_the_world_and_a_file_that_is_no_image_is_refused(
-    settings: Any, tmp_path: Path
+    signed_in: SignIn, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
     creator = UserFactory()
@@ -192,7 +186,7 @@ def test_a_cover_image_is_uploaded_with_the_world_and_a_file_that_is_no_image_is
     assert world.cover_image.name.startswith("covers/") and (tmp_path / world.cover_image.name).exists()
 
 
-def test_a_world_cannot_take_another_creators_character() -> None:
+def test_a_world_cannot_take_another_creators_character(signed_in: SignIn) -> None:
     creator = UserFactory()
     theirs = CharacterFactory()
     page = signed_in(creator).post(reverse("worlds:world_create"), world_data(characters=[theirs.pk]))
@@ -200,7 +194,7 @@ def test_a_world_cannot_take_another_creators_character() -> None:
     assert not World.objects.exists()
 
 
-def test_a_creator_creates_a_character_with_clues() -> None:
+def test_a_creator_creates_a_character_with_clues(signed_in: SignIn) -> None:
     creator = UserFactory()
     lore = LorebookFactory(owner=creator)
     clues = [
@@ -222,7 +216,7 @@ def test_a_creator_creates_a_character_with_clues() -> None:
     assert list(eve.clues.values_list("name", "condition_value")) == [("the-key", "key")]
 
 
-def test_a_bad_clue_keeps_the_character_unsaved_and_the_draft_on_the_page() -> None:
+def test_a_bad_clue_keeps_the_character_unsaved_and_the_draft_on_the_page(signed_in: SignIn) -> None:
     creator = UserFactory()
     clues = [{"name": "the key!", "text": "", "condition": "keyword", "condition_value": "key"}]
     response = signed_in(creator).post(
@@ -234,7 +228,7 @@ def test_a_bad_clue_keeps_the_character_unsaved_and_the_draft_on_the_page() -> N
     assert "My long draft" in page and 'id="id_clues-0-text_error"' in page
 
 
-def test_renaming_clues_into_each_other_saves_nothing_at_all() -> None:
+def test_renaming_clues_into_each_other_saves_nothing_at_all(signed_in: SignIn) -> None:
     # Each row is valid alone; the clash only shows when the first is written, after the character was.
     eve = CharacterFactory()
     first, second = ClueFactory(character=eve, name="first"), ClueFactory(character=eve, name="second")
@@ -251,7 +245,7 @@ def test_renaming_clues_into_each_other_saves_nothing_at_all() -> None:
     assert sorted(eve.clues.values_list("name", "text")) == [("first", first.text), ("second", second.text)]
 
 
-def test_a_clue_can_take_the_name_of_one_deleted_in_the_same_save() -> None:
+def test_a_clue_can_take_the_name_of_one_deleted_in_the_same_save(signed_in: SignIn) -> None:
     eve = CharacterFactory()
     old, other = ClueFactory(character=eve, name="the-key"), ClueFactory(character=eve, name="the-map")
     rows = [
@@ -265,7 +259,7 @@ def test_a_clue_can_take_the_name_of_one_deleted_in_the_same_save() -> None:
     assert list(eve.clues.values_list("pk", "name", "text")) == [(other.pk, "the-key", "New")]
 
 
-def test_a_creator_writes_a_lorebook_with_entries_and_deletes_one() -> None:
+def test_a_creator_writes_a_lorebook_with_entries_and_deletes_one(signed_in: SignIn) -> None:
     lore = LorebookFactory()
     stale = LoreEntryFactory(lorebook=lore)
     rows = [
@@ -293,7 +287,7 @@ def entry_defaults() -> dict[str, Any]:
     }
 
 
-def test_a_lore_entry_needs_keys_unless_it_is_always_on() -> None:
+def test_a_lore_entry_needs_keys_unless_it_is_always_on(signed_in: SignIn) -> None:
     creator = UserFactory()
     book = {"name": "Harbour lore", "scan_depth": "4", "token_budget": "1024"}
     rows = [{"keys": "", "content": "The harbour floods at spring tide."} | entry_defaults()]
@@ -315,7 +309,7 @@ def hook_data(**overrides: Any) -> dict[str, Any]:
     } | overrides
 
 
-def test_a_creator_creates_a_hook_with_two_branches_and_their_effects() -> None:
+def test_a_creator_creates_a_hook_with_two_branches_and_their_effects(signed_in: SignIn) -> None:
     world = WorldFactory()
     branches = [
         {
@@ -349,7 +343,7 @@ def test_a_creator_creates_a_hook_with_two_branches_and_their_effects() -> None:
     assert (fight.name, fight.effects) == ("fight", {})
 
 
-def test_editing_a_branch_shows_its_effects_and_can_clear_them() -> None:
+def test_editing_a_branch_shows_its_effects_and_can_clear_them(signed_in: SignIn) -> None:
     branch = HookBranchFactory()
     hook = branch.hook
     client = signed_in(hook.world.owner)
@@ -361,7 +355,7 @@ def test_editing_a_branch_shows_its_effects_and_can_clear_them() -> None:
     assert (branch.examples, branch.effects) == (["take this coin"], {})
 
 
-def test_editing_a_hook_in_the_studio_keeps_its_play_counts() -> None:
+def test_editing_a_hook_in_the_studio_keeps_its_play_counts(signed_in: SignIn) -> None:
     branch = HookBranchFactory()
     hook = branch.hook
     hook_outcome_record(world_id=hook.world_id, hook_name="guardian", branch_name="gift")
@@ -374,7 +368,7 @@ def test_editing_a_hook_in_the_studio_keeps_its_play_counts() -> None:
     assert (branch.intent, branch.times_chosen, hook.times_fallen_back) == ("the player gives something", 1, 1)
 
 
-def test_an_area_trigger_needs_its_radius_and_says_so_beside_the_trigger() -> None:
+def test_an_area_trigger_needs_its_radius_and_says_so_beside_the_trigger(signed_in: SignIn) -> None:
     world = WorldFactory()
     data = hook_data(trigger="area", area_x="3", area_y="4", area_radius="") | rows_data("branches", [])
     page = signed_in(world.owner).post(reverse("worlds:hook_create", args=[world.pk]), data).content.decode()
@@ -383,7 +377,7 @@ def test_an_area_trigger_needs_its_radius_and_says_so_beside_the_trigger() -> No
     assert not Hook.objects.exists()
 
 
-def test_a_world_cannot_have_two_hooks_of_the_same_name() -> None:
+def test_a_world_cannot_have_two_hooks_of_the_same_name(signed_in: SignIn) -> None:
     hook = HookFactory()
     data = hook_data(name=hook.name) | rows_data("branches", [])
     page = signed_in(hook.world.owner).post(reverse("worlds:hook_create", args=[hook.world.pk]), data).content
@@ -391,7 +385,7 @@ def test_a_world_cannot_have_two_hooks_of_the_same_name() -> None:
     assert Hook.objects.count() == 1
 
 
-def test_a_creator_creates_a_story_with_beats_and_choices() -> None:
+def test_a_creator_creates_a_story_with_beats_and_choices(signed_in: SignIn) -> None:
     world = WorldFactory()
     eve = CharacterFactory(owner=world.owner)
     world.characters.add(eve)
@@ -411,7 +405,7 @@ def test_a_creator_creates_a_story_with_beats_and_choices() -> None:
     assert list(story.characters.all()) == [eve]
 
 
-def test_a_choice_without_an_arrow_is_refused_with_its_line_number() -> None:
+def test_a_choice_without_an_arrow_is_refused_with_its_line_number(signed_in: SignIn) -> None:
     world = WorldFactory()
     beats = [{"name": "arrival", "choices": "Climb -> top\nJust leave"}]
     data = {"title": "The dark lighthouse", "start_beat": "arrival"} | rows_data("beats", beats)
@@ -435,7 +429,7 @@ def owners_pages() -> list[tuple[str, Any]]:
 
 
 @pytest.mark.parametrize(("page", "argument"), owners_pages())
-def test_another_creator_gets_404_for_someone_elses_working_copy(page: str, argument: Any) -> None:
+def test_another_creator_gets_404_for_someone_elses_working_copy(signed_in: SignIn, page: str, argument: Any) -> None:
     world = WorldFactory()
     world.characters.add(CharacterFactory(owner=world.owner))
     world.lorebooks.add(LorebookFactory(owner=world.owner))
@@ -448,14 +442,14 @@ def test_another_creator_gets_404_for_someone_elses_working_copy(page: str, argu
     assert signed_in(world.owner).get(url).status_code == 200
 
 
-def test_another_creator_cannot_publish_someone_elses_world() -> None:
+def test_another_creator_cannot_publish_someone_elses_world(signed_in: SignIn) -> None:
     world = WorldFactory()
     response = signed_in(UserFactory()).post(reverse("worlds:publish", args=[world.pk]))
     assert response.status_code == 404
     assert not WorldVersion.objects.exists()
 
 
-def test_the_preview_is_a_jpeg_of_the_first_frame_and_follows_the_parameters_given() -> None:
+def test_the_preview_is_a_jpeg_of_the_first_frame_and_follows_the_parameters_given(signed_in: SignIn) -> None:
     world = WorldFactory()
     client = signed_in(world.owner)
     url = reverse("worlds:world_preview", args=[world.pk])
@@ -479,14 +473,14 @@ def test_the_preview_is_a_jpeg_of_the_first_frame_and_follows_the_parameters_giv
         ("x" * 20_000, "params is longer than"),
     ],
 )
-def test_the_preview_refuses_bad_parameters_with_a_message(params: str, message: str) -> None:
+def test_the_preview_refuses_bad_parameters_with_a_message(signed_in: SignIn, params: str, message: str) -> None:
     world = WorldFactory()
     response = signed_in(world.owner).get(reverse("worlds:world_preview", args=[world.pk]), {"params": params})
     assert response.status_code == 400
     assert message in response.content.decode()
 
 
-def test_the_world_page_shows_its_preview_hooks_stories_and_problems() -> None:
+def test_the_world_page_shows_its_preview_hooks_stories_and_problems(signed_in: SignIn) -> None:
     world = WorldFactory()
     hook = HookFactory(world=world)
     HookBranchFactory(hook=hook, effects={"move_to_beat": "nowhere"})
@@ -497,7 +491,7 @@ def test_the_world_page_shows_its_preview_hooks_stories_and_problems() -> None:
     assert "moves to beat &#x27;nowhere&#x27;, which no story has" in page
 
 
-def test_publishing_through_the_page_freezes_a_version_and_lists_it() -> None:
+def test_publishing_through_the_page_freezes_a_version_and_lists_it(signed_in: SignIn) -> None:
     world = WorldFactory()
     story = StoryFactory(world=world, start_beat="arrival")
     BeatFactory(story=story, name="arrival")
@@ -509,7 +503,7 @@ def test_publishing_through_the_page_freezes_a_version_and_lists_it() -> None:
     assert reverse("worlds:version", args=[version.pk]) in page
 
 
-def test_publishing_a_world_with_broken_references_shows_why_and_publishes_nothing() -> None:
+def test_publishing_a_world_with_broken_references_shows_why_and_publishes_nothing(signed_in: SignIn) -> None:
     world = WorldFactory()
     StoryFactory(world=world, start_beat="missing")
     response = signed_in(world.owner).post(reverse("worlds:publish", args=[world.pk]), follow=True)
@@ -517,7 +511,7 @@ def test_publishing_a_world_with_broken_references_shows_why_and_publishes_nothi
     assert not WorldVersion.objects.exists()
 
 
-def test_another_creator_remixes_a_published_world_and_the_copy_credits_the_original() -> None:
+def test_another_creator_remixes_a_published_world_and_the_copy_credits_the_original(signed_in: SignIn) -> None:
     world = WorldFactory(title="The drowned harbour")
     world.characters.add(CharacterFactory(owner=world.owner))
     version = world_publish(world=world, by=world.owner)
@@ -538,7 +532,7 @@ def test_another_creator_remixes_a_published_world_and_the_copy_credits_the_orig
     assert remix.characters.get().owner == remixer
 
 
-def test_a_creator_cannot_remix_their_own_world() -> None:
+def test_a_creator_cannot_remix_their_own_world(signed_in: SignIn) -> None:
     world = WorldFactory()
     version = world_publish(world=world, by=world.owner)
     client = signed_in(world.owner)
@@ -547,7 +541,7 @@ def test_a_creator_cannot_remix_their_own_world() -> None:
     assert World.objects.count() == 1
 
 
-def test_creators_text_is_escaped_on_every_page() -> None:
+def test_creators_text_is_escaped_on_every_page(signed_in: SignIn) -> None:
     attack = "<script>alert(1)</script>"
     world = WorldFactory(title=attack, logline=attack)
     hook = HookFactory(world=world, presentation=attack)

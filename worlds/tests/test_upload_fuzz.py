@@ -247,18 +247,32 @@ def document_with(document: dict[str, Any], path: tuple[Any, ...], value: Any) -
     [
         (lambda data, document: with_bad_crc(data), "world.json: cannot be read from the zip"),
         (lambda data, document: cartridge_of("[" * 100_000 + "]" * 100_000, data), "nested deeper than 64 levels"),
-        (lambda data, document: cartridge_of(document_with(document, ("world",), []), data),
-         "world.json $.world: [] is not of type 'object'"),
-        (lambda data, document: cartridge_of(document_with(document, ("world", "reference_images"), [123]), data),
-         "world.json $.world.reference_images[0]: 123 is not of type 'string'"),
-        (lambda data, document: cartridge_of(document_with(document, ("characters", 0, "lorebook"), [1]), data),
-         "world.json $.characters[0].lorebook: [1] is not of type 'string', 'null'"),
-        (lambda data, document: cartridge_of(document_with(document, ("world", "title"), {"a": 1}), data),
-         "world.json $.world.title: {'a': 1} is not of type 'string'"),
+        (
+            lambda data, document: cartridge_of(document_with(document, ("world",), []), data),
+            "world.json $.world: [] is not of type 'object'",
+        ),
+        (
+            lambda data, document: cartridge_of(document_with(document, ("world", "reference_images"), [123]), data),
+            "world.json $.world.reference_images[0]: 123 is not of type 'string'",
+        ),
+        (
+            lambda data, document: cartridge_of(document_with(document, ("characters", 0, "lorebook"), [1]), data),
+            "world.json $.characters[0].lorebook: [1] is not of type 'string', 'null'",
+        ),
+        (
+            lambda data, document: cartridge_of(document_with(document, ("world", "title"), {"a": 1}), data),
+            "world.json $.world.title: {'a': 1} is not of type 'string'",
+        ),
     ],
-    ids=["bad crc", "deeply nested", "list for an object", "number for an image name", "list for a key",
-         "object for a title"],
-)  # fmt: skip
+    ids=[
+        "bad crc",
+        "deeply nested",
+        "list for an object",
+        "number for an image name",
+        "list for a key",
+        "object for a title",
+    ],
+)
 def test_a_broken_cartridge_is_refused_with_a_400_that_names_the_problem(
     api: APIClient, rich_world: World, breaking: Any, complaint: str
 ) -> None:

@@ -30,11 +30,29 @@ def test_a_task_runs_on_a_real_worker_process_and_its_result_comes_back(broker_a
     queue = f"test-{secrets.token_hex(4)}"  # a queue of its own, so no other worker can take the task
     environment = {"CELERY_BROKER_URL": redis_url, "CELERY_RESULT_BACKEND": redis_url}
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool", "solo", "--queues", queue,
-         "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=ROOT / "platform", env={**os.environ, **environment}, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--pool",
+            "solo",
+            "--queues",
+            queue,
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT / "platform",
+        env={**os.environ, **environment},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         nonce = secrets.token_hex(8)
         result = broker_app.send_task(worker_roundtrip.name, args=[nonce], queue=queue)

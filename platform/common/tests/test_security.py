@@ -25,6 +25,7 @@ from PIL import Image
 
 from accounts.tests.factories import PASSWORD, UserFactory
 from common.images import image_reencoded
+from tests.fixtures import SignIn
 from worlds.models import Character, World
 from worlds.tests.test_studio_pages import world_data
 
@@ -67,12 +68,6 @@ def png_over_five_mebibytes() -> bytes:
     image = png(16, 16)
     padding = png_chunk(b"zzPd", secrets.token_bytes(5 * 1024 * 1024))
     return image[:-12] + padding + image[-12:]
-
-
-def signed_in(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
@@ -173,7 +168,7 @@ NOT_AN_IMAGE = "Upload a valid image. The file you uploaded was either not an im
 )
 @pytest.mark.filterwarnings("ignore::PIL.Image.DecompressionBombWarning")  # Django's form field opens it first
 def test_the_studio_refuses_a_hostile_cover_image_and_says_why(
-    content: bytes, message: str, settings: Any, tmp_path: Path
+    signed_in: SignIn, content: bytes, message: str, settings: Any, tmp_path: Path
 ) -> None:
     settings.MEDIA_ROOT = tmp_path
     upload = SimpleUploadedFile("cover.png", content, content_type="image/png")
@@ -184,7 +179,9 @@ def test_the_studio_refuses_a_hostile_cover_image_and_says_why(
     assert not any(tmp_path.rglob("*.*"))
 
 
-def test_the_import_api_refuses_a_character_card_in_a_decompression_bomb(settings: Any, tmp_path: Path) -> None:
+def test_the_import_api_refuses_a_character_card_in_a_decompression_bomb(
+    signed_in: SignIn, settings: Any, tmp_path: Path
+) -> None:
     settings.MEDIA_ROOT = tmp_path
     card = b'{"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Eve", "description": "A keeper."}}'
     text = png_chunk(b"tEXt", b"chara\0" + base64.b64encode(card))

@@ -172,8 +172,10 @@ def test_trending_prefers_recent_activity_over_more_activity_long_ago(listed: Ca
         world_play_record(player=UserFactory(), world=recent.world)
     anonymous = AnonymousUser()
     assert titles(listings_browse(user=anonymous, sort=Sort.TRENDING)) == ["Rising", "Old favourite"]
-    assert titles(listings_browse(user=anonymous, sort=Sort.TOP)) in (["Rising", "Old favourite"],
-                                                                      ["Old favourite", "Rising"])  # fmt: skip
+    assert titles(listings_browse(user=anonymous, sort=Sort.TOP)) in (
+        ["Rising", "Old favourite"],
+        ["Old favourite", "Rising"],
+    )
     listing_like(user=UserFactory(), listing=old)
     assert titles(listings_browse(user=anonymous, sort=Sort.TOP))[0] == "Old favourite"
     listing_unlike(user=UserFactory(), listing=old)  # someone who never liked it changes nothing
@@ -223,6 +225,12 @@ def test_a_player_reports_a_world_from_its_page(listed: Callable[..., Listing]) 
 def test_the_gallery_and_moderation_apis_are_in_the_schema() -> None:
     paths = APIClient().get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
     assert {
-        "/api/gallery/home/", "/api/gallery/worlds/", "/api/gallery/worlds/{slug}/", "/api/gallery/settings/",
-        "/api/moderation/queue/", "/api/moderation/reports/", "/api/moderation/appeals/", "/api/moderation/audit/",
-    } <= set(paths)  # fmt: skip
+        "/api/gallery/home/",
+        "/api/gallery/worlds/",
+        "/api/gallery/worlds/{slug}/",
+        "/api/gallery/settings/",
+        "/api/moderation/queue/",
+        "/api/moderation/reports/",
+        "/api/moderation/appeals/",
+        "/api/moderation/audit/",
+    } <= set(paths)

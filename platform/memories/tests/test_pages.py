@@ -9,6 +9,7 @@ from django.urls import reverse
 from accounts.models import User
 from accounts.tests.factories import UserFactory
 from memories.models import Memory, MemoryKind
+from tests.fixtures import SignIn
 from worlds.models import Character
 from worlds.tests.factories import CharacterFactory
 
@@ -16,9 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def signed_in(client: Client, player: User) -> Client:
-    client.force_login(player)
-    return client
+def player_client(signed_in: SignIn, player: User) -> Client:
+    return signed_in(player)
 
 
 @pytest.fixture
@@ -35,21 +35,21 @@ def test_the_pages_need_a_signed_in_player(client: Client, character: Character)
 
 
 def test_the_list_shows_the_characters_that_let_players_see_their_memories(
-    signed_in: Client, player: User, memory: Memory, tell: Callable[..., int]
+    player_client: Client, player: User, memory: Memory, tell: Callable[..., int]
 ) -> None:
     secretive = CharacterFactory(name="Morrow", players_can_view_memories=False)
     tell(secretive, player, "I told Morrow a secret.")
-    page = signed_in.get(reverse("memories:remembered_by")).content.decode()
+    page = player_client.get(reverse("memories:remembered_by")).content.decode()
     assert "Eve" in page
     assert reverse("memories:character", args=[memory.acquaintance.character_id]) in page
     assert "Morrow" not in page
-    assert signed_in.get(reverse("memories:character", args=[secretive.pk])).status_code == 404
+    assert player_client.get(reverse("memories:character", args=[secretive.pk])).status_code == 404
 
 
 def test_the_character_page_lists_memories_escaped_with_forms_to_change_them(
-    signed_in: Client, character: Character, memory: Memory
+    player_client: Client, character: Character, memory: Memory
 ) -> None:
-    page = signed_in.get(reverse("memories:character", args=[character.pk])).content.decode()
+    page = player_client.get(reverse("memories:character", args=[character.pk])).content.decode()
     assert "I found a &lt;b&gt;silver&lt;/b&gt; key at the docks." in page
     assert "<b>silver</b>" not in page
     for name in ("memories:pin", "memories:edit", "memories:delete"):
@@ -58,22 +58,22 @@ def test_the_character_page_lists_memories_escaped_with_forms_to_change_them(
 
 
 def test_a_player_pins_edits_adds_and_forgets_through_the_page(
-    signed_in: Client, character: Character, memory: Memory
+    player_client: Client, character: Character, memory: Memory
 ) -> None:
     arguments = [character.pk, memory.pk]
-    assert signed_in.post(reverse("memories:pin", args=arguments)).status_code == 302
+    assert player_client.post(reverse("memories:pin", args=arguments)).status_code == 302
     assert Memory.objects.get(pk=memory.pk).kind == MemoryKind.PINNED
-    signed_in.post(reverse("memories:edit", args=arguments), {"text": "I found a copper coin."})
+    player_client.post(reverse("memories:edit", args=arguments), {"text": "I found a copper coin."})
     assert Memory.objects.get(pk=memory.pk).text == "I found a copper coin."
-    signed_in.post(reverse("memories:add", args=[character.pk]), {"text": "Call me Captain."})
+    player_client.post(reverse("memories:add", args=[character.pk]), {"text": "Call me Captain."})
     assert Memory.objects.filter(kind=MemoryKind.PINNED).count() == 2
-    response = signed_in.post(reverse("memories:delete", args=arguments), follow=True)
+    response = player_client.post(reverse("memories:delete", args=arguments), follow=True)
     assert "Forgotten." in response.content.decode()
     assert not Memory.objects.filter(pk=memory.pk).exists()
 
 
-def test_an_empty_edit_is_refused_with_a_message(signed_in: Client, character: Character, memory: Memory) -> None:
-    response = signed_in.post(reverse("memories:edit", args=[character.pk, memory.pk]), {"text": ""}, follow=True)
+def test_an_empty_edit_is_refused_with_a_message(player_client: Client, character: Character, memory: Memory) -> None:
+    response = player_client.post(reverse("memories:edit", args=[character.pk, memory.pk]), {"text": ""}, follow=True)
     assert "Not changed" in response.content.decode()
     assert Memory.objects.get(pk=memory.pk).text == memory.text
 
@@ -88,15 +88,15 @@ def test_another_players_memory_is_not_found(client: Client, character: Characte
 
 
 def test_the_page_is_read_only_when_the_creator_does_not_allow_edits(
-    signed_in: Client, character: Character, memory: Memory
+    player_client: Client, character: Character, memory: Memory
 ) -> None:
     character.players_can_edit_memories = False
     character.save()
-    page = signed_in.get(reverse("memories:character", args=[character.pk])).content.decode()
+    page = player_client.get(reverse("memories:character", args=[character.pk])).content.decode()
     assert "I found a &lt;b&gt;silver&lt;/b&gt; key at the docks." in page
     assert reverse("memories:edit", args=[character.pk, memory.pk]) not in page
     assert reverse("memories:add", args=[character.pk]) not in page
-    response = signed_in.post(reverse("memories:delete", args=[character.pk, memory.pk]))
+    response = player_client.post(reverse("memories:delete", args=[character.pk, memory.pk]))
     assert response.status_code == 403
     assert Memory.objects.filter(pk=memory.pk).exists()
 

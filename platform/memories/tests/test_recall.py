@@ -127,18 +127,24 @@ def test_the_limit_drops_the_least_important_episodic_memories_first_never_pinne
     acquaintance = services.acquaintance_for(character=character, player=player)
     services.memory_add_pinned(character=character, player=player, text="Call me Captain.", embedder=embedder)
     Memory.objects.create(
-        acquaintance=acquaintance, kind=MemoryKind.SUMMARY, text="An old summary.", importance=0.1, turn=0,
+        acquaintance=acquaintance,
+        kind=MemoryKind.SUMMARY,
+        text="An old summary.",
+        importance=0.1,
+        turn=0,
         embedding=embedding_to_bytes(embedder.embed(["An old summary."])[0]),
-    )  # fmt: skip
+    )
     tell(character, player, "A dull remark about weather.", importance=0.2)
     tell(character, player, "My brother Tom lives in Saltmarsh.", importance=0.9)
     tell(character, player, "Another dull remark.", importance=0.2)
     tell(character, player, "I buried the map under the old oak.", importance=0.9)
     kept = set(Memory.objects.values_list("text", flat=True))
     assert kept == {
-        "Call me Captain.", "An old summary.", "My brother Tom lives in Saltmarsh.",
+        "Call me Captain.",
+        "An old summary.",
+        "My brother Tom lives in Saltmarsh.",
         "I buried the map under the old oak.",
-    }  # fmt: skip
+    }
 
 
 def test_the_limit_drops_the_oldest_among_equally_important_memories(player: User, tell: Callable[..., int]) -> None:
@@ -157,12 +163,17 @@ def test_recall_over_ten_thousand_memories_finds_the_fact(
     noise /= np.linalg.norm(noise, axis=1, keepdims=True)
     Memory.objects.bulk_create(
         [
-            Memory(acquaintance=acquaintance, text=f"Remark number {index}.", importance=0.5, turn=index + 2,
-                   embedding=embedding_to_bytes(vector))
+            Memory(
+                acquaintance=acquaintance,
+                text=f"Remark number {index}.",
+                importance=0.5,
+                turn=index + 2,
+                embedding=embedding_to_bytes(vector),
+            )
             for index, vector in enumerate(noise)
         ],
         batch_size=1000,
-    )  # fmt: skip
+    )
     fact_embedding = embedding_to_bytes(embedder.embed([FACT])[0])
     Memory.objects.create(acquaintance=acquaintance, text=FACT, importance=0.5, turn=1, embedding=fact_embedding)
     Acquaintance.objects.filter(pk=acquaintance.pk).update(turns=10_002)

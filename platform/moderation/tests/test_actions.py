@@ -36,8 +36,14 @@ def test_a_report_with_context_lands_in_the_queue_and_a_takedown_removes_the_wor
     slug, version = listing.slug, listing.version
     player = UserFactory()
     context = {"session": "3f1c", "transcript": [{"speaker": "Eve", "text": "a line that should not be"}]}
-    report = {"world": slug, "subject": "generated_line", "reason": "harassment", "note": "Eve insulted me.",
-              "character_name": "Eve", "context": context}  # fmt: skip
+    report = {
+        "world": slug,
+        "subject": "generated_line",
+        "reason": "harassment",
+        "note": "Eve insulted me.",
+        "character_name": "Eve",
+        "context": context,
+    }
     assert api_for(player).post("/api/moderation/reports/", report, format="json").status_code == 201
 
     [item] = QueueItem.objects.filter(kind=QueueKind.REPORT)
@@ -96,8 +102,16 @@ def test_every_moderator_action_is_in_the_audit_log_with_who_what_and_why(
 
     log = list(AuditEntry.objects.order_by("id").values_list("action", "actor", "reason"))
     assert [action for action, _, _ in log] == [
-        "approve", "reject", "feature", "dismiss_report", "take_down", "restore", "warn", "suspend", "reinstate",
-    ]  # fmt: skip
+        "approve",
+        "reject",
+        "feature",
+        "dismiss_report",
+        "take_down",
+        "restore",
+        "warn",
+        "suspend",
+        "reinstate",
+    ]
     assert all(actor == moderator.pk for _, actor, _ in log)
     assert ("warn", moderator.pk, "Mind the rules on covers.") in log
     page = Client()

@@ -16,18 +16,13 @@ from moderation.checks import TERMS_FILE
 from moderation.models import BlockedOutput
 from moderation.selectors import safety_terms
 from moderation.services import generated_output_blocked_record
+from tests.fixtures import SignIn
 from worlds.tests.factories import WorldFactory
 
 pytestmark = pytest.mark.django_db
 
 
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def test_a_blocked_output_is_recorded_and_moderators_read_the_newest_first(moderator: User) -> None:
+def test_a_blocked_output_is_recorded_and_moderators_read_the_newest_first(signed_in: SignIn, moderator: User) -> None:
     world = WorldFactory(title="Foghaven")
     session_id = uuid.uuid4()
     generated_output_blocked_record(
@@ -54,13 +49,13 @@ def test_a_speaker_name_longer_than_a_character_name_is_cut_to_fit() -> None:
     assert record.character_name == "E" * 100
 
 
-def test_only_moderators_read_blocked_output() -> None:
+def test_only_moderators_read_blocked_output(signed_in: SignIn) -> None:
     url = reverse("moderation:blocked_outputs")
     assert signed_in(UserFactory()).get(url).status_code == 403
     assert Client().get(url).status_code == 302
 
 
-def test_the_queue_links_to_blocked_output(moderator: User) -> None:
+def test_the_queue_links_to_blocked_output(signed_in: SignIn, moderator: User) -> None:
     page = signed_in(moderator).get(reverse("moderation:queue")).content.decode()
     assert f'href="{reverse("moderation:blocked_outputs")}"' in page
 

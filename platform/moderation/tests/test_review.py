@@ -16,6 +16,7 @@ from gallery.models import Listing
 from moderation.models import CheckKind, CheckResult, QueueItem, Verdict
 from moderation.services import version_approve, version_reject
 from moderation.tasks import version_check_task
+from tests.fixtures import SignIn
 from worlds.models import ReviewStatus, WorldVersion
 from worlds.services import world_update
 from worlds.tests.factories import CharacterFactory, WorldFactory
@@ -23,14 +24,8 @@ from worlds.tests.factories import CharacterFactory, WorldFactory
 pytestmark = pytest.mark.django_db
 
 
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def test_a_published_world_is_checked_queued_approved_and_then_shown_in_its_category(
-    publish: Callable[..., WorldVersion], moderator: User
+    signed_in: SignIn, publish: Callable[..., WorldVersion], moderator: User
 ) -> None:
     world = WorldFactory(title="Foghaven", category="stories", logline="A harbour that remembers every ship.")
     world.characters.add(CharacterFactory(owner=world.owner, greeting="{{user}}, you came in with the fog."))
@@ -105,7 +100,7 @@ def test_a_check_delivered_twice_records_one_result(publish: Callable[..., World
 
 
 def test_a_rejection_keeps_the_version_private_and_tells_the_creator_why(
-    publish: Callable[..., WorldVersion], moderator: User
+    signed_in: SignIn, publish: Callable[..., WorldVersion], moderator: User
 ) -> None:
     world = WorldFactory(title="Foghaven")
     version = publish(world)
@@ -154,7 +149,9 @@ def test_a_creator_cannot_approve_anything(publish: Callable[..., WorldVersion])
         version_approve(version=version, moderator=version.world.owner)
 
 
-def test_a_player_cannot_reach_the_moderator_pages_or_api(publish: Callable[..., WorldVersion]) -> None:
+def test_a_player_cannot_reach_the_moderator_pages_or_api(
+    signed_in: SignIn, publish: Callable[..., WorldVersion]
+) -> None:
     version = publish(WorldFactory())
     player = UserFactory()
     item = QueueItem.objects.get(version=version)
