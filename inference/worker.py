@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import math
@@ -31,6 +32,7 @@ from typing import Any
 
 import websockets
 from websockets.asyncio.client import ClientConnection
+from websockets.client import backoff
 
 from inference import protocol
 from inference.engine import available_engines, create_engine
@@ -213,32 +215,36 @@ class InferenceWorker:
         return max(self.config.slots - len(self.host.sessions), 0)
 
     async def run(self) -> None:
-        """Stay connected until cancelled, reconnecting with exponential backoff; EngineThreadStuck ends it (a
-        reconnection would find the same thread stuck)."""
-        backoff = 1.0
-        while True:
+        """Stay connected until cancelled. websockets retries a failed attempt with exponential backoff and this
+        loop reconnects at once after a lost connection; a refused token or EngineThreadStuck ends it (another
+        attempt would meet the same refusal, or the same stuck thread)."""
+        connections = websockets.connect(
+            self.config.url,
+            additional_headers={"Authorization": f"Bearer {self.config.token}"},
+            open_timeout=10,
+            max_size=2**22,
+            # A busy platform may answer pings late; give up on it only after a minute of silence.
+            ping_timeout=60,
+            process_exception=self.attempt_failed,
+            reconnect_delays=functools.partial(
+                backoff, initial_delay=1.0, min_delay=1.0, max_delay=self.config.max_backoff_seconds, factor=2.0
+            ),
+        )
+        async for connection in connections:
             try:
-                async with websockets.connect(
-                    self.config.url,
-                    additional_headers={"Authorization": f"Bearer {self.config.token}"},
-                    open_timeout=10,
-                    max_size=2**22,
-                    # A busy platform may answer pings late; give up on it only after a minute of silence.
-                    ping_timeout=60,
-                ) as connection:
-                    backoff = 1.0
-                    await self.serve(connection)
-            except websockets.InvalidStatus as error:
-                if error.response.status_code in (401, 403):
-                    raise TokenRefused(f"the platform at {self.config.url} refused this worker's token") from None
-                logger.warning("platform answered %s; retrying in %.0f s", error.response.status_code, backoff)
+                await self.serve(connection)
             except (TimeoutError, OSError, websockets.ConnectionClosed) as error:
-                logger.warning("connection to %s lost (%s); retrying in %.0f s", self.config.url, error, backoff)
+                logger.warning("connection to %s lost (%s); reconnecting", self.config.url, error)
             finally:
                 self.connected.clear()
                 await self.sessions_drop()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, self.config.max_backoff_seconds)
+
+    def attempt_failed(self, error: Exception) -> Exception | None:
+        """None to try again after a failed connection attempt, or the exception that ends the worker."""
+        if isinstance(error, websockets.InvalidStatus) and error.response.status_code in (401, 403):
+            return TokenRefused(f"the platform at {self.config.url} refused this worker's token")
+        logger.warning("cannot connect to %s (%s); retrying", self.config.url, error)
+        return None
 
     async def serve(self, connection: ClientConnection) -> None:
         """Announce, then heartbeat and tick while handling what the platform sends, until the connection closes."""
