@@ -24,6 +24,7 @@ Every message is a `Struct` below, tagged on `type`; both sides build them and r
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import struct
@@ -415,7 +416,13 @@ def _decoded(decoder: msgspec.json.Decoder[Any], text: str | bytes | None) -> An
 
 
 def frame_encode(*, session: str, number: int, sequence: int, jpeg: bytes) -> bytes:
-    return WORKER_FRAME_HEADER.pack(uuid.UUID(session).bytes, number, sequence) + jpeg
+    return WORKER_FRAME_HEADER.pack(session_id_bytes(session), number, sequence) + jpeg
+
+
+@functools.lru_cache(maxsize=4096)
+def session_id_bytes(session: str) -> bytes:
+    """A session id as a frame header carries it: parsed once per session, not once per frame."""
+    return uuid.UUID(session).bytes
 
 
 def frame_decode(data: bytes) -> tuple[str, int, int, bytes]:

@@ -163,7 +163,7 @@ def assert_replay_reaches_snapshot(spec: dict, events: list[SessionEvent], snaps
     host.open(SessionOpen(session="replay", engine="raycaster", spec=spec, replay=replay, target_tick=snapshot.tick))
     hosted = host.sessions["replay"]
     assert hosted.tick == snapshot.tick
-    assert from_snapshot(hosted.engine.snapshot(hosted.engine_session)) == from_snapshot(bytes(snapshot.engine_state))
+    assert from_snapshot(hosted.engine.snapshot(hosted.id)) == from_snapshot(bytes(snapshot.engine_state))
 
 
 def test_a_live_world_streams_to_three_participants_and_ten_spectators(live_platform: LivePlatform) -> None:

@@ -62,7 +62,7 @@ class HostConfig:
     vote_window_ticks: int = 200
     # A gap in the forwarded inputs is most often an input overtaken on the way (the platform logs inputs on
     # several threads), which comes a moment later: the worker asks for it only when two ticks have passed.
-    # Asking at once reopened a busy Live world's session many times a second, each reopen a log query and
+    # Asking at once would reopen a busy Live world's session many times a second, each reopen a log query and
     # messages to every browser. One that brought no reopen (its reply was dropped too) is asked again.
     missing_wait_ticks: int = 2
     missing_ask_again_ticks: int = 20
@@ -91,11 +91,6 @@ class HostedSession:
     outbox: list[WorkerToPlatform] = field(default_factory=list)
     snapshot_due: bool = True
     last_snapshot_at: float = 0.0
-
-    @property
-    def engine_session(self) -> str:
-        """The id the engine knows the session by: the platform's own."""
-        return self.id
 
 
 class SessionHost:
@@ -193,8 +188,8 @@ class SessionHost:
         """Whether an input for this session should start the next tick early (see worker.TickSchedule).
 
         A single player's key shows after one step instead of the rest of the frame interval. A Live world's
-        players keep its steady frame rate: with fifty of them pressing keys, early ticks doubled the frames
-        every one of their browsers is sent, and a key waits at most one interval for the next tick anyway.
+        players keep its steady frame rate: with many of them pressing keys, early ticks would multiply the
+        frames every one of their browsers is sent, and a key waits at most one interval for the next tick anyway.
         """
         hosted = self.sessions.get(session_id)
         return hosted is not None and not hosted.play.live
@@ -278,8 +273,8 @@ class SessionHost:
         """Step sessions that share one engine (or have none) by one tick, as one batch.
 
         A session without an engine (a conversation) has no picture, but its tick moves all the same: votes
-        close, a missing input is asked for, and a replay reaches its last tick. A tick that never moved made a
-        conversation's reopen step forever.
+        close, a missing input is asked for, and a replay reaches its last tick: with a tick that never moves, a
+        conversation's reopen would step forever.
         """
         engine = group[0].engine
         if engine is None:

@@ -134,8 +134,8 @@ def test_every_kind_of_session_reopens_from_any_log_within_the_bound_to_the_same
         assert hosted.tick == max([snapshot.tick if snapshot else 0, *replayed])
     elif frames_seen and not playing.play.paused:  # a paused world steps no more, a replay steps it to its last input
         assert hosted.tick == playing.tick
-        world = from_snapshot(hosted.engine.snapshot(hosted.engine_session))
-        assert world == from_snapshot(playing.engine.snapshot(playing.engine_session))
+        world = from_snapshot(hosted.engine.snapshot(hosted.id))
+        assert world == from_snapshot(playing.engine.snapshot(playing.id))
 
 
 @settings(max_examples=20, deadline=None)

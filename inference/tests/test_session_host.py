@@ -47,7 +47,7 @@ def session_open(session: str, **fields: Any) -> SessionOpen:
 
 def world_state(session_host: SessionHost, session: str) -> Any:
     hosted = session_host.sessions[session]
-    return from_snapshot(hosted.engine.snapshot(hosted.engine_session))
+    return from_snapshot(hosted.engine.snapshot(hosted.id))
 
 
 def test_all_sessions_step_as_one_batch_and_frames_number_by_tick() -> None:
