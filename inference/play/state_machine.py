@@ -147,7 +147,7 @@ class PlayStateMachine:
             elif kind == "speech":
                 outgoing = self.speech(given, sequence)
             elif kind == "choice" and self.live and self.story is not None:
-                outgoing = self.vote(given, tick)
+                outgoing = self.vote(given, tick, sequence)
             elif kind == "choice" and self.story is not None and self.story_state is not None:
                 self.story_state = self.story.choose(self.story_state, given["index"])
                 outgoing = self.beat_entered(tick)
@@ -196,7 +196,7 @@ class PlayStateMachine:
         for hook in entry.hooks:
             self.hook_fire(hook)
         if kind == "choice" and self.live:
-            self.vote(given, tick)
+            self.vote(given, tick, entry.sequence)
         if kind in ("pause", "resume"):
             self.paused = kind == "pause"
         self._reaction([])
@@ -350,12 +350,12 @@ class PlayStateMachine:
 
     # Votes (Live worlds)
 
-    def vote(self, given: PlayerInput, tick: int) -> list[WorkerToPlatform]:
+    def vote(self, given: PlayerInput, tick: int, sequence: int) -> list[WorkerToPlatform]:
         """Record a Live participant's pick; the first vote opens a window, the majority is taken as it closes."""
         assert self.story is not None and self.story_state is not None
         options = self.story.choices(self.story_state)
         if not 0 <= given["index"] < len(options):
-            return [SessionError(session=self.session, error=f"there is no choice {given['index']}")]
+            return [SessionError(session=self.session, error=f"there is no choice {given['index']}", sequence=sequence)]
         self.votes[given.get("participant", "owner")] = given["index"]
         if self.vote_closes_at is None:
             self.vote_closes_at = tick + 1 + self.vote_window_ticks
@@ -437,9 +437,11 @@ class PlayStateMachine:
     def beat_entered(self, tick: int) -> list[WorkerToPlatform]:
         """The story reached a beat: show its scene, have its choices written, fire the hooks waiting there.
 
-        A hook still waiting from the beat left behind is disarmed: the story moved on without its response."""
+        A hook still waiting from the beat left behind is disarmed, and a vote still open there is dropped: the
+        story moved on without them (the votes counted that beat's choices)."""
         assert self.story is not None and self.story_state is not None
         self.active_hook = None
+        self.votes, self.vote_closes_at = {}, None
         self.offer_request(tick)
         return self.story_messages() + self.hooks_fired_by_story()
 
