@@ -3,8 +3,8 @@
 It runs the platform as production does, on this one machine: daphne (PostgreSQL, the Redis channel layer,
 frames on Redis pub/sub) and an inference worker in a process of its own on the raycaster engine, on a
 throwaway database, played by WebSocket clients speaking the browser's protocol (stories/PROTOCOL.md), on
-loopback only, every loop bounded in time. (An in-process worker draws on daphne's GIL: each socket write of
-daphne's then waited on the drawing thread, and 60 players saw seconds of lag.)
+loopback only, every loop bounded in time. (A worker inside daphne's process would draw under daphne's GIL,
+and each of daphne's socket writes would wait on the drawing thread.)
 
 - ws200: 200 players for 60 s, as 4 Live worlds of 50 participants (drawing costs a world, one shared
   picture, while every player has a socket, sends keys and gets every frame). Each player presses or releases

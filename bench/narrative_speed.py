@@ -18,9 +18,9 @@
   queues the choices' job) until `Narrator.offer` proposes the beat's choices; each run a fresh session, so
   its own seed.
 - retrieval_10k_ms_p50: `memories.services.memories_recall` for one (character, player) holding 10,000
-  memories in the database, as the platform answers a worker between two warm replies: one aggregate query
-  for the fingerprint, then the exact scan over the cached arrays. retrieval_10k_cold_ms is the first call,
-  which loads and decodes the 10,000 rows.
+  memories in the database, as the platform answers a worker between two warm replies: one indexed row
+  lookup for the acquaintance's memories_version, then the exact scan over the cached arrays.
+  retrieval_10k_cold_ms is the first call, which loads and decodes the 10,000 rows.
 - prompt_assembly_ms_p50: everything a character reply costs before the model runs, in one process: the
   MiniLM embedding of the player's line, that recall (10,000 memories, 8 chosen), the lorebook entries that
   six turns of history activate, the answer recollected from the 8 memories (their sentences embedded) or

@@ -27,7 +27,7 @@ baselines sit beside the model.
   frame that shows it (1 = the frame of the tick it was fired), the persistence the share of the next 1,000
   frames (200 with --quick) that do. Comparing changes leaves out what the model draws wrong with or without
   the event (a wall a shade too dark, a blurred tree), which is the other figures' business.
-  event_persistence_mean_colour: the earlier, coarser test, kept beside it: the model's frame's mean colour
+  event_persistence_mean_colour: a coarser test beside it: the model's frame's mean colour
   nearer the true frame's with the event than without. Where the event changes little of the frame (snow seen
   against a close wall changes the sky and floor only) a wall drawn a shade off outweighs it, although the
   snow is plainly there. event_persistence_wrong_event: the control: another event's change taken for this
@@ -281,7 +281,7 @@ def events(engine: WorldModelEngine, worlds: int, frames: int) -> dict[str, floa
                 shown.append(shows)
                 if shows and first_shown[index] is None:
                     first_shown[index] = tick - WARM_UP
-                # The figure this replaced, and the control: another event's change taken for this one's.
+                # The coarser mean-colour test, and the control: another event's change taken for this one's.
                 model, truth = pairs[index]
                 colour = _mean_colour(model)
                 shown_mean_colour.append(

@@ -2,7 +2,7 @@
 
 It steps real sessions through `WorldModelEngine`, the path the worker serves (simulator, conditioning,
 dynamics transformer, decoder and JPEG, at the 64x64 it serves), with held keys changing every few frames, on one
-thread as the worker runs it (the issue's probe found oversubscribed threads 10x slower). The figures do not
+thread as the worker runs it (oversubscribed threads are several times slower). The figures do not
 depend on the weights: without a committed checkpoint the default model is measured with random weights.
 
 Wall-clock figures are what the issue asks for; on a shared machine they also count the time other processes

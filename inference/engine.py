@@ -81,8 +81,8 @@ class WorldEngine(ABC):
 class RaycastEngineConfig:
     """Defaults of the raycaster engine."""
 
-    # 256x256 is what the player canvas shows without visible blur; it renders in 5-7 ms and encodes to 6-10 KB
-    # of JPEG, so one core serves several sessions at 20 fps. The neural engine renders 64x64 and upscales.
+    # 256x256 is what the player canvas shows without visible blur, and small enough that one core renders and
+    # encodes several sessions at 20 fps. The neural engine renders 64x64 and the canvas upscales it.
     width: int = 256
     height: int = 256
     jpeg_quality: int = 80  # blocking artefacts are hard to see above 75; size grows fast beyond 85

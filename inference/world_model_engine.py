@@ -10,8 +10,8 @@ the autoencoder decodes it against the state's planes. Frames are 64x64 and JPEG
 player's canvas scales them up.
 
 Snapshots hold the simulator state only, the same bytes the raycaster engine writes, so a session saved
-under one engine resumes under the other. The model's context is not in them (its KV cache is ~1.8 MB a
-session): a restored session restarts its context from the state, by encoding the raycaster's frame of the
+under one engine resumes under the other. The model's context (its KV cache) is not in them, which keeps
+them small: a restored session restarts its context from the state, by encoding the raycaster's frame of the
 restored pose, exactly as a new session starts. Its frames are a pure function of the snapshot and the
 inputs that follow, but they are not bit-equal to those the uninterrupted session would have shown.
 """
@@ -41,16 +41,16 @@ class WorldModelEngineConfig:
 
     checkpoint: Path = DEFAULT_CHECKPOINT  # the committed model, trained by `python -m inference.world.train`
     # Frames go out at the model's own 64x64, and the player's canvas scales them up (smoothly, as a browser
-    # draws an image onto a larger canvas). Upscaling to 256x256 here and encoding that cost 0.8 ms of the
-    # ~5 ms a session's frame takes in a batch of 8, and sent 5.5 KB a frame instead of 3 KB. Another size
-    # is upscaled bilinearly (nearest shows the pixel grid at 4x, bicubic rings around the thin seams).
+    # draws an image onto a larger canvas): upscaling here would add to every frame's time and bytes for
+    # nothing the canvas cannot do. Another size is upscaled bilinearly (nearest shows the pixel grid at 4x,
+    # bicubic rings around the thin seams).
     width: int = 64
     height: int = 64
     # Enlarged 4x, a small JPEG shows its blocks and its halved colour resolution: at 95 with full colour it
-    # measured 44.9 dB against the upscaled frame, above the 42.4 dB of 256x256 at 80 (the raycaster's).
+    # stays as faithful as the raycaster's 256x256 at 80.
     jpeg_quality: int = 95
-    # One inference thread per worker process: oversubscribed threads were 10x slower in the issue's probe, and
-    # batching the sessions, not threads, is what fills a core.
+    # One inference thread per worker process: oversubscribed threads are several times slower, and batching
+    # the sessions, not threads, is what fills a core.
     threads: int = 1
 
 

@@ -6,9 +6,9 @@ and the memory a browser can make the server hold stays bounded.
 
 Inputs are rated as they arrive: `receive` takes a token and queues the input without awaiting anything,
 and one task per connection logs the queued inputs in order. Channels hands a consumer its next message
-only when the last handler returns, so while `receive` itself awaited the database a flood was read at the
-database's pace (~29 inputs a second on SQLite), every input found a refilled bucket, and 200 sent in one
-second were all logged over seven. At most `INPUTS_WAITING` wait; more are refused like a flood.
+only when the last handler returns, so a `receive` that awaited the database would read a flood at the
+database's pace: every input would find a refilled bucket, and no flood would ever be refused, only logged
+slowly. At most `INPUTS_WAITING` wait; more are refused like a flood.
 """
 
 from __future__ import annotations

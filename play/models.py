@@ -60,7 +60,7 @@ class SessionEvent(models.Model):
     player = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     # The page that sent it (a random id each page load picks, stories.protocol.BROWSER_ID): `client_sequence`
     # counts per page, so a player's two tabs both send seq 1. Blank for inputs logged before it was kept, and
-    # for clients that send none; those are told apart per player, as all inputs once were.
+    # for clients that send none; those are told apart per player.
     browser = models.CharField(max_length=64, blank=True, default="")
     client_sequence = models.PositiveIntegerField(null=True)
     kind = models.CharField(max_length=20)

@@ -23,8 +23,8 @@ PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 4096  # the longest prompt or speech fits; anything larger is refused, not truncated
 MAX_TEXT_LENGTH = 1000
 MAX_CHARACTER_NAME_LENGTH = 100  # worlds.models.Character.name
-# `seq` is logged in a PositiveIntegerField: PostgreSQL's integer stops at 2**31 - 1, and one past it was
-# accepted here, failed the insert, and was answered "the database is unavailable" (the page retried forever).
+# `seq` is logged in a PositiveIntegerField: PostgreSQL's integer stops at 2**31 - 1, so a larger one is refused
+# here; let through, it would fail the insert as "the database is unavailable", which the page retries forever.
 MAX_SEQ = 2**31 - 1
 MAX_FRAME = 2**32 - 1  # frame numbers travel as uint32 (BROWSER_FRAME_HEADER)
 MAX_CHOICE_INDEX = 99  # far beyond the handful a beat offers; the worker refuses one it did not offer

@@ -72,7 +72,7 @@ def queue_place(*, session: PlaySession) -> int:
 
 def queue_estimated_wait_seconds(*, place: int, engine: str) -> int | None:
     """About how long the session at `place` waits, or None when no connected worker runs `engine`: then no
-    estimate is true (one made with a slot that does not exist promised "about 300 s" forever)."""
+    estimate is true (one made with a slot that does not exist would promise the same wait forever)."""
     slots = sum(slots for slots, engines in workers_connected().values_list("slots", "engines") if engine in engines)
     if not slots:
         return None

@@ -207,7 +207,7 @@ def session_input_append(
     channel is full: the browser is told and sends the input again later.
     """
     # A resent input is found by the unique (session, player, browser, client_sequence) constraint failing, not
-    # by a lookup first: that lookup was two fifths of the database work of every input. `client_sequence`
+    # by a lookup first, which would cost every input a query for the rare resend. `client_sequence`
     # counts per page (`browser`), so a player's second tab is not taken for a resend of the first's inputs.
     if session.is_live and session.owner_id != player.pk:
         # The owner's keys steer the camera everyone watches; every other participant walks an avatar.
@@ -368,8 +368,8 @@ def presence_refresh_seconds() -> float:
 def session_seen(*, session_id: Any) -> None:
     """A browser watches the session, or has just left it: note the time in the cache all daphnes share.
 
-    Presence is a time, not a count of browsers: a count raised on arrival and lowered on departure stayed up
-    when a daphne died with its viewers, and sessions nobody watched held worker slots for as long as it ran.
+    Presence is a time, not a count of browsers: a count raised on arrival and lowered on departure stays up
+    when a daphne dies with its viewers, and sessions nobody watches would then hold worker slots for good.
     A time stops being renewed whatever ends the watching, so `session_unwatched_seconds` grows on its own.
     """
     cache.set(presence_key(session_id), time.time(), timeout=settings.PLAY_PARK_AFTER_SECONDS * 10)

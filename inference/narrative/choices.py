@@ -1,7 +1,7 @@
 """A beat's choices written live: each authored choice is rewritten for the scene, so it leads where it led.
 
 A choice is written FOR its destination. Sampling free actions and then guessing where each leads (by its
-likeness to the authored choices) sent choices to places they never spoke of; here the model rewrites one
+likeness to the authored choices) sends choices to places they never spoke of; so the model rewrites one
 authored choice at a time, told the scene, the choice and the scene it leads to (the destination beat's), so
 where the rewrite leads is known by construction. A rewrite that fails the checks below gives way to its
 authored choice's own text, which leads to the same place; a rewrite that only repeats it does not count as
@@ -137,8 +137,8 @@ class ChoiceConfig:
     """How many rewrites to sample and what a good choice measures."""
 
     # Rewrites sampled per destination, as one batch. The backend reads the prompt once per row, so each row
-    # costs a prompt's reading: three rows (with 10 tokens each) kept a beat near 2 s on one thread, where
-    # six took 4 s.
+    # costs a prompt's reading, and the player waits for the whole beat: enough rows to find a good rewrite,
+    # no more.
     candidates_per_destination: int = 3
     min_words: int = 2
     max_words: int = 10
@@ -152,10 +152,10 @@ class ChoiceConfig:
     # plus this times the model's mean log-probability per token (about -4 for fluent, -10 for nonsense).
     fluency_weight: float = 0.05
     # Scenes past this many characters are cut at a sentence end: the prompt is read before the first token,
-    # and a long prompt was most of the wait.
+    # and a long prompt is most of the wait.
     max_scene_characters: int = 160
-    # Warm enough that the rewrites differ; 10 tokens after the seeded verb hold the short commands people
-    # accepted (the longer rewrites ran into clauses), and every token is a step the player waits for.
+    # Warm enough that the rewrites differ; 10 tokens after the seeded verb hold a short command (longer
+    # rewrites run into clauses), and every token is a step the player waits for.
     settings: GenerationSettings = field(
         default_factory=lambda: GenerationSettings(temperature=0.8, max_new_tokens=10, stop=(".", "!", "\n", ";"))
     )

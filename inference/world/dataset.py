@@ -30,8 +30,8 @@ class DatasetConfig:
     min_hold: int = 3  # ticks a key stays held: short taps and long walks both occur
     max_hold: int = 16
     held_out_seed_offset: int = 1_000_000  # held-out worlds come from seeds no training run reaches
-    # Sessions last hours and their events pile up (objects, avatars, weather): training episodes that all began
-    # at a world's first tick never showed the model a crowded world, and its free runs drifted there.
+    # Sessions last hours and their events pile up (objects, avatars, weather): training episodes that all begin
+    # at a world's first tick never show the model a crowded world, and its free runs drift there.
     late_start_share: float = 0.5  # share of training episodes recorded from a random tick of a long play
     latest_start_tick: int = 1000
 

@@ -74,18 +74,19 @@ class WorldModelConfig:
 
     frame_size: int = 64  # the renderer's teacher resolution; the player upscales it
     # 16-pixel cells: a 4x4 grid of 32 channels, 512 numbers a frame as an 8x8x8 latent has, but 16 tokens a
-    # frame instead of 64: the transformer stepped 8 sessions in 23 ms at 64 tokens, in 5 ms at 16 (one core).
+    # frame instead of 64, and the transformer's step grows with the tokens it attends over.
     patch: int = 16
     latent_channels: int = 32
     autoencoder_width: int = 32  # encoder channels at 32x32, doubled below; the decoder's stages halve from 2x this
     plane_width: int = 16  # the planes are projected to this many channels before each low-resolution stage
     # The decoder's full-resolution path: the 64x64 planes (never pooled there, so seams, grout, stars and
     # particles stay one pixel sharp) and the upsampled latent features, through `detail_blocks` separable
-    # residual blocks `detail_width` wide. 16 wide decoded 8 frames in 13 ms, 24 wide in 27 ms (one core).
+    # residual blocks `detail_width` wide. A block's cost at every pixel grows with the square of its width
+    # (`SeparableResidual`), so the width stays narrow.
     detail_width: int = 16
     detail_blocks: int = 2
-    # 128 wide, 4 layers of 4 heads (32 dimensions each): 0.8M parameters, ~1 ms a step for one session on one
-    # core (measured) at 16 tokens a frame.
+    # 128 wide, 4 layers of 4 heads (32 dimensions each): 0.8M parameters, small enough that one core steps
+    # a batch of sessions at the frame rate.
     model_dim: int = 128
     heads: int = 4
     layers: int = 4
@@ -316,7 +317,7 @@ def _flat_render(
 
 def _convolution(channels_in: int, channels_out: int, kernel: int, stride: int) -> nn.Sequential:
     # Normalised, so that the frame's signal survives the stack at initialisation (plain convolutions
-    # shrink it tenfold over four layers, and the planes alone then train a decoder that ignores the latent).
+    # shrink it layer after layer, and the planes alone then train a decoder that ignores the latent).
     return nn.Sequential(
         nn.Conv2d(
             channels_in,
@@ -356,12 +357,12 @@ class FrameAutoencoder(nn.Module):
         super().__init__()
         width = config.autoencoder_width
         halvings = int(math.log2(config.patch))  # 64 -> grid
-        # 2x2 patches first: a 3x3 convolution over 64x64 pixels and all the planes was 3/4 of a training step.
+        # 2x2 patches first: a 3x3 convolution over 64x64 pixels and all the planes would dominate a training step.
         encoder = [_convolution(3 + PLANES, width, 2, stride=2)]
         encoder += [_convolution(width if index == 0 else 2 * width, 2 * width, 4, 2) for index in range(halvings - 1)]
         self.encoder = nn.Sequential(*encoder, nn.Conv2d(2 * width, config.latent_channels, 1))
         # Low-resolution stages from the grid up to a quarter of the frame (16x16), each reading the planes
-        # average-pooled to its size; a 32x32 stage cost as much as the whole full-resolution path and added
+        # average-pooled to its size; a 32x32 stage would cost as much as the whole full-resolution path and add
         # nothing the planes lack.
         # Widths halve as the size doubles, so every stage costs about the same: 2w at the grid, w/2 at 16x16.
         stage_widths = [(config.latent_channels, 2 * width)]

@@ -20,7 +20,7 @@ from inference.world.events import Color
 class PaletteConfig:
     """How reference images are read."""
 
-    # Dominant colours survive shrinking; a small image makes quantising take a millisecond, not a second.
+    # Dominant colours survive shrinking, and quantising a small image is quick where a full photograph is not.
     analysis_size: int = 96
     wall_colors: int = 4  # one per texture kind (brick, stone, planks, metal)
     # Summed RGB difference under which a wall colour counts as the sky's or floor's and is passed over.

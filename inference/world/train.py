@@ -54,7 +54,7 @@ class TrainConfig:
     edge_weight: float = 0.5  # weight of the image-difference term of the autoencoder's L1 loss
     context_noise: float = 0.2  # largest std of the noise added to context latents (latents lie in -1..1)
     self_forcing_passes: int = 2  # own-output passes per step: how many frames of its own error it learns to fix
-    threads: int = 1  # one core per process: oversubscribed threads were 10x slower in the probe
+    threads: int = 1  # one core per process: oversubscribed threads are several times slower
     device: str = "auto"
 
 

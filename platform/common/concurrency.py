@@ -1,9 +1,9 @@
 """Database work called from WebSocket consumers, run where it does not hold up every other consumer.
 
 Channels' `database_sync_to_async` runs sync code "thread-sensitively": on the one thread that all sync
-code of the process shares, and opens and closes a connection around every call. Under load both hurt: with
-20 players in one Live world each input's logging queued behind everyone else's, and with 200 players the
-daphne process spent more time opening PostgreSQL connections (a new backend each) than running queries. On
+code of the process shares, and opens and closes a connection around every call. Under load both hurt: in a
+busy Live world each input's logging queues behind everyone else's, and with many players a daphne process
+spends more time opening PostgreSQL connections (a new backend each) than running queries. On
 PostgreSQL, consumers therefore run their database calls on `DATABASE_THREADS`, a few threads that each keep
 one connection from call to call (checked before its first query, as CONN_HEALTH_CHECKS has Django do, and
 dropped after an error), so a process holds at most that many. SQLite takes one writer at a time anyway, so
@@ -11,7 +11,7 @@ there they keep the shared thread rather than wait on each other's locks.
 
 For the same reason our consumers skip the `close_old_connections` that channels (4.2 and later) runs on
 that shared thread before every message it dispatches: one thread round trip per frame per browser, which
-put every frame of every session in the queue behind the database work.
+puts every frame of every session in the queue behind the database work.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The API's JSON parser: DRF's, with a limit on nesting, so that a nesting bomb is a 400 naming its fault.
 
-DRF's own parser recurses once per level: a body nested 10,000 deep raised RecursionError, which no handler
-caught (a 500). The size is bounded before any parser runs: DRF reads a JSON body through `request.body`,
-which refuses more than DATA_UPLOAD_MAX_MEMORY_SIZE (common.apis answers that with a 413).
+DRF's own parser recurses once per level: a body nested thousands deep raises RecursionError, which no
+handler catches (a 500). The size is bounded before any parser runs: DRF reads a JSON body through
+`request.body`, which refuses more than DATA_UPLOAD_MAX_MEMORY_SIZE (common.apis answers that with a 413).
 """
 
 from __future__ import annotations

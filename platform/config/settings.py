@@ -121,7 +121,7 @@ if EMBEDDED:
 else:
     DATABASES = {"default": database_from_url("DATABASE_URL", DATABASE_URL)}
     # Under ASGI every request runs on a thread of its own, and persistent connections pile up one per
-    # thread until PostgreSQL refuses more ("too many clients" at 50 concurrent clients): close by default.
+    # thread until PostgreSQL refuses more ("too many clients"): close by default.
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -142,7 +142,7 @@ if REDIS_URL:
         },
         # Frames go out on Redis pub/sub: published once, and each daphne process hands them to its own
         # browsers. The default layer writes a copy per browser into Redis and reads each back with a round trip
-        # of its own; with 20 players in a Live world a quarter of daphne's time went to writing those copies.
+        # of its own, which in a busy Live world takes much of daphne's time.
         # A frame nobody is subscribed to is gone, as a frame should be: the next one replaces it.
         "frames": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
     }
@@ -180,8 +180,8 @@ AUTHENTICATION_BACKENDS = [
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
 # Signing up ends at "we sent you an e-mail" whether or not the address already has an account (its owner is
-# mailed that someone tried): the password reset form already hides which addresses exist, and sign-up said it
-# outright. allauth can hide it only when every address is verified before its first log-in.
+# mailed that someone tried): the password reset form already hides which addresses exist, and sign-up would
+# otherwise say it outright. allauth can hide it only when every address is verified before its first log-in.
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
@@ -209,7 +209,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
-    # JSON nested at most 64 deep (a body nested 10,000 deep was a 500); forms and uploads as DRF parses them.
+    # JSON nested at most 64 deep (see common.parsers); forms and uploads as DRF parses them.
     "DEFAULT_PARSER_CLASSES": [
         "common.parsers.BoundedJSONParser",
         "rest_framework.parsers.FormParser",

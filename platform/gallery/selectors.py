@@ -38,7 +38,7 @@ MAX_QUERY_TERMS = 8
 # Search words longer than this are refused at the edge (the page's form, the API's serializer), naming it.
 MAX_QUERY_LENGTH = 200
 # A search statement PostgreSQL has not finished by then is cancelled: a crowd of odd searches must not hold
-# the database (and /healthz behind it) for seconds each. Ranked searches normally take a few milliseconds.
+# the database (and /healthz behind it) for seconds each. The bound is far above what a ranked search needs.
 SEARCH_TIMEOUT_MILLISECONDS = 2000
 POPULAR_TAGS_SECONDS = 300
 # The SQLite fallback ranks like PostgreSQL's default weights for A, B, C and D (1, 0.4, 0.2, 0.1).
@@ -179,7 +179,7 @@ def home_rows(*, user: User | AnonymousUser) -> dict[str, list[Listing]]:
 
 def tags_popular(*, user: User | AnonymousUser, category: str | None = None, limit: int = 12) -> list[str]:
     """The most used tags among what the person may see. Counting scans every listing in the category (the
-    slowest query of a gallery page at 10,000 worlds), and the answer changes slowly, so it is cached."""
+    slowest query of a gallery page), and the answer changes slowly, so it is cached."""
     mature = sees_mature(user=user)
 
     def counted() -> list[str]:

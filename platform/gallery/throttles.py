@@ -9,7 +9,7 @@ from rest_framework.throttling import AnonRateThrottle
 
 class AnonymousSearchThrottle(AnonRateThrottle):
     """Searches with words by people not signed in, per address (rate `anon_search` in the settings): ranking
-    matches reads far more than a sorted page does, and a crowd of them slowed the whole site. Browsing a
+    matches reads far more than a sorted page does, and a crowd of them slows the whole site. Browsing a
     sorted list without words is not counted."""
 
     scope = "anon_search"

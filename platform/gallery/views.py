@@ -118,7 +118,7 @@ def search(request: HttpRequest) -> HttpResponse:
 
 
 def url_or_none(name: str, *args: object) -> str | None:
-    """A URL from another app that may not be installed yet (play arrives with the runtime)."""
+    """A URL of an app above the gallery (play), or None where it is not installed: the gallery needs none."""
     try:
         return reverse(name, args=args)
     except NoReverseMatch:

@@ -6,7 +6,7 @@ conversation, the clock that retrieval's recency and consolidation run on. Its `
 inference.narrative.memory retrieves from: text, a 384-d unit embedding, importance, the turn that made them.
 
 Embeddings are stored as raw float32 bytes rather than in pgvector or a JSON list: the same code runs on
-SQLite and PostgreSQL, and `np.frombuffer` reads 10,000 of them in a few milliseconds for the exact scan.
+SQLite and PostgreSQL, and `np.frombuffer` reads them for the exact scan without parsing anything.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ Recall is the hot path (every reply of every character), so each process keeps a
 memories as arrays between calls and checks them against the acquaintance's `memories_version`, read with
 its turn in one indexed row lookup. Every write to memories goes through this module and bumps that version
 in its transaction (`memories_changed`), so a stale cache is never used. An aggregate fingerprint (count,
-newest id, newest change) was the first design: it scans an index of 10,000 entries on every recall, 9 ms
-on the shared development box against well under one for the row. The scan itself is the exact one of
-inference.narrative.memory.retrieve.
+newest id, newest change) would need no version, but it would scan the acquaintance's memory index on every
+recall; the version is one row. The scan itself is the exact one of inference.narrative.memory.retrieve.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ def demo_worlds_ensure(*, creator: User) -> list[World]:
     """Create, publish and approve each demo world the creator does not have yet (matched by title).
 
     The demo moderator approves them through the moderation service, as a moderator would, so the gallery
-    shows them at once; a demo world loaded before review existed and still waiting is approved too.
+    shows them at once; a demo world already loaded but still waiting for review is approved too.
     """
     moderator = User.objects.get(username=DEMO_MODERATOR)
     worlds = []

@@ -102,15 +102,15 @@ class WorkerEndpoint(DatabaseCallConsumer):
         """What follows the worker's announcement of its engines and slots."""
 
     async def worker_heartbeat(self, heartbeat: protocol.WorkerHeartbeat) -> None:
-        # Behind the stream, not awaited: while every database thread waited on a busy Live world's inputs, an
-        # awaited heartbeat stopped this consumer, and the inputs forwarded to the worker filled its channel.
+        # Behind the stream, not awaited: while every database thread waits on a busy Live world's inputs, an
+        # awaited heartbeat would stop this consumer, and the inputs forwarded to the worker would fill its channel.
         self.record(services.worker_heartbeat, worker=self.worker, free_slots=heartbeat.free_slots)
 
     def record(self, service: Callable[..., object], **arguments: Any) -> None:
         """Write what the worker reports (heartbeats, applied ticks, snapshots) behind the stream, in order.
 
-        Awaited inline, each write held up the frames and inputs behind it in this one consumer: the worker's
-        channel filled and inputs were refused. One task writes them in order; a disconnect waits for it
+        Awaited inline, each write would hold up the frames and inputs behind it in this one consumer: the
+        worker's channel would fill and inputs be refused. One task writes them in order; a disconnect waits for it
         before the worker's departure is handled, so a failover sees them all.
         """
         self.records.put_nowait((service, arguments))

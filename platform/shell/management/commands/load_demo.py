@@ -1,4 +1,4 @@
-"""Load the demo content (people now; worlds, characters and stories as they arrive) and print the log-ins."""
+"""Load the demo content (its people, and the worlds with their characters and stories) and print the log-ins."""
 
 from __future__ import annotations
 

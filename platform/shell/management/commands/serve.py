@@ -19,8 +19,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from common.preflight import services_reachable_or_exit
 
 # SIGTERM or Ctrl-C stops the server within this; what is still running then is cut short. Daphne waits for every
-# connection's coroutine to end, and the process for every thread: a database call waiting 20 s on SQLite's lock
-# (or minutes on a PostgreSQL one) held both, and a stop took 21 s to 8 minutes.
+# connection's coroutine to end, and the process for every thread: a database call waiting out SQLite's lock
+# timeout (or a PostgreSQL lock, with no timeout) holds both, and a stop would wait for it.
 STOP_DEADLINE_SECONDS = 8.0
 STOPPED_LATE_EXIT_STATUS = 1
 
@@ -87,7 +87,7 @@ class Command(BaseCommand):
             endpoints=build_endpoint_description_strings(host=host, port=port),
             ready_callable=on_ready,
             verbosity=0,
-            signal_handlers=False,  # ours below: Twisted's stop had no deadline
+            signal_handlers=False,  # ours below: Twisted's stop has no deadline
         )
         stopping = threading.Event()
 

@@ -21,5 +21,5 @@ class Command(BaseCommand):
         worker.add_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # The same options as `python -m inference.worker`, --language-model included (it was dropped here).
+        # The same options as `python -m inference.worker`, from the worker's own parser, so none goes missing.
         worker.run_until_interrupted(worker.config_from_arguments(argparse.Namespace(**options)))
