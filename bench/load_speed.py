@@ -2,7 +2,7 @@
 
 It runs the platform as production does, on this one machine: daphne (PostgreSQL, the Redis channel layer,
 frames on Redis pub/sub) and an inference worker in a process of its own on the raycaster engine, on a
-throwaway database, played by WebSocket clients speaking the browser's protocol (stories/PROTOCOL.md), on
+throwaway database, played by WebSocket clients speaking the browser's protocol (play/PROTOCOL.md), on
 loopback only, every loop bounded in time. (A worker inside daphne's process would draw under daphne's GIL,
 and each of daphne's socket writes would wait on the drawing thread.)
 

@@ -231,7 +231,7 @@ class PlayConsumer(DatabaseCallConsumer):
 
     async def session_message(self, event: dict[str, Any]) -> None:
         """Narration, choices, status (play.services.send_to_browsers, or a worker's, translated by
-        stories.protocol.from_worker): checked against the protocol once more, as the browser will read it."""
+        play.protocol.from_worker): checked against the protocol once more, as the browser will read it."""
         await self.relay(event["message"])
 
     async def session_creator_message(self, event: dict[str, Any]) -> None:

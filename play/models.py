@@ -58,7 +58,7 @@ class SessionEvent(models.Model):
     session = models.ForeignKey(PlaySession, on_delete=models.CASCADE, related_name="events")
     sequence = models.PositiveIntegerField()
     player = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    # The page that sent it (a random id each page load picks, stories.protocol.BROWSER_ID): `client_sequence`
+    # The page that sent it (a random id each page load picks, play.protocol.BROWSER_ID): `client_sequence`
     # counts per page, so a player's two tabs both send seq 1. Blank for inputs logged before it was kept, and
     # for clients that send none; those are told apart per player.
     browser = models.CharField(max_length=64, blank=True, default="")
@@ -94,7 +94,7 @@ class SessionSnapshot(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-tick", "-pk"]  # see stories.selectors.SNAPSHOTS_NEWEST_FIRST
+        ordering = ["-tick", "-pk"]  # see play.selectors.SNAPSHOTS_NEWEST_FIRST
 
     def __str__(self) -> str:
         return f"{self.session_id} @ {self.tick}"

@@ -48,7 +48,7 @@ OPENED: list[WebsocketCommunicator] = []
 
 @pytest.fixture(autouse=True)
 def every_message_to_a_browser_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every JSON message a test here receives must be one PROTOCOL.md defines (stories.protocol's types)."""
+    """Every JSON message a test here receives must be one PROTOCOL.md defines (play.protocol's types)."""
     receive_from = WebsocketCommunicator.receive_from
 
     async def checked(communicator: WebsocketCommunicator, timeout: float = 1) -> Any:  # noqa: ASYNC109 - its signature
