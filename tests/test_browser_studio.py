@@ -109,7 +109,7 @@ def test_a_creator_builds_a_world_with_a_character_lore_and_a_two_branch_hook_th
 
     page.get_by_role("navigation", name="Breadcrumb").get_by_role("link", name="The drowned harbour").click()
     page.get_by_role("button", name="Publish").click()
-    expect(page.locator(".messages")).to_contain_text("Published version 1")
+    expect(page.locator(".messages")).to_contain_text("Submitted version 1")
 
     world = World.objects.get(owner=creator)
     document = WorldVersion.objects.get(world=world).document

@@ -17,6 +17,8 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import models
 from django.forms.models import BaseInlineFormSet
+from django.urls import reverse
+from django.utils.html import format_html
 
 from accounts.models import User
 from inference.engine import available_engines
@@ -27,6 +29,7 @@ from inference.world.spec import CONFIG as SPEC_CONFIG
 from inference.world.spec import WorldSpec
 from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Clue, Hook, HookBranch, HookTrigger, Lorebook, LoreEntry, World
+from worlds.selectors import characters_owned
 from worlds.services import (
     ChildRow,
     character_create,
@@ -200,6 +203,12 @@ def kind_choices(kinds: Iterable[str]) -> list[tuple[str, str]]:
     return [(kind, kind.replace("_", " ")) for kind in kinds]
 
 
+def character_with_worlds(character: Character) -> str:
+    """A character's name with the worlds that cast it, so two characters of one name can be told apart."""
+    titles = [world.title for world in character.worlds.all()]
+    return f"{character.name} (in {', '.join(titles)})" if titles else f"{character.name} (in no world yet)"
+
+
 class WorldForm(StudioForm):
     tags = comma_list(help_text="Comma-separated, e.g. harbour, mystery, fog. At most 20.")
     engine = forms.ChoiceField(choices=engine_choices)
@@ -261,7 +270,14 @@ class WorldForm(StudioForm):
 
     def __init__(self, *arguments: Any, owner: User, **options: Any) -> None:
         super().__init__(*arguments, **options)
-        self.fields["characters"].queryset = Character.objects.filter(owner=owner).order_by("name")
+        characters = self.fields["characters"]
+        characters.queryset = characters_owned(owner=owner)
+        characters.label_from_instance = character_with_worlds
+        characters.help_text = format_html(
+            'A world casts characters you have already made: <a href="{}">make a character</a> first, '
+            "then tick it here.",
+            reverse("worlds:character_create"),
+        )
         self.fields["lorebooks"].queryset = Lorebook.objects.filter(owner=owner).order_by("name")
         for number, name in enumerate(PALETTE_NAMES, start=1):
             self.fields[name] = ColourField(label=f"Wall colour {number}", required=False)

@@ -11,6 +11,7 @@ urlpatterns = [
     path("worlds/new/", views.world_edit, name="world_create"),
     path("worlds/<int:world_id>/", views.world_edit, name="world"),
     path("worlds/<int:world_id>/preview.jpg", views.world_preview, name="world_preview"),
+    path("worlds/<int:world_id>/thumbnail", views.world_thumbnail, name="world_thumbnail"),
     path("worlds/<int:world_id>/publish/", views.publish, name="publish"),
     path("worlds/<int:world_id>/hooks/new/", views.hook_edit, name="hook_create"),
     path("worlds/<int:world_id>/stories/new/", views.story_edit, name="story_create"),

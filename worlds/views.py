@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
 from django.db import models
 from django.db.models import OuterRef, Subquery
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import User
 from accounts.roles import CREATE
+from common.images import image_response
 from inference.engine import preview_jpeg
 from inference.language.embedding import default_embedder
 from worlds import imports
@@ -45,7 +48,15 @@ from worlds.forms import (
     service_errors_add,
 )
 from worlds.models import Character, Hook, Lorebook, ReviewStatus, Story, World, WorldVersion
-from worlds.selectors import version_document_for, versions_visible, world_problems, worlds_owned
+from worlds.selectors import (
+    characters_owned,
+    version_document_for,
+    versions_visible,
+    world_problems,
+    world_review_status,
+    worlds_owned,
+    worlds_review_status,
+)
 from worlds.services import world_publish, world_remix
 from worlds.story_forms import BeatFormSet, StoryForm
 
@@ -80,12 +91,14 @@ def versions_remixable(*, user: User) -> list[WorldVersion]:
 
 @creator_required
 def studio(request: HttpRequest) -> HttpResponse:
+    worlds = list(worlds_owned(owner=request.user))
+    statuses = worlds_review_status(worlds=worlds)
     return render(
         request,
         "worlds/studio.html",
         {
-            "worlds": worlds_owned(owner=request.user),
-            "characters": Character.objects.filter(owner=request.user).order_by("name"),
+            "worlds": [(world, statuses[world.pk]) for world in worlds],
+            "characters": characters_owned(owner=request.user),
             "lorebooks": Lorebook.objects.filter(owner=request.user).order_by("name"),
             "remixable": versions_remixable(user=request.user),
         },
@@ -112,6 +125,9 @@ def edit_page(
     # Taken before validation, which writes the posted (maybe blank) values onto the instance.
     heading = f"New {kind}" if is_new else str(instance)
     form = form_class(*data, instance=instance, **(form_options or {}))
+    # Every page of a saved world (its own, its hooks' and stories') says where the world stands with review.
+    world = instance if isinstance(instance, World) else getattr(instance, "world", None)
+    review_status = world_review_status(world=world) if world is not None and world.pk else None
     formsets = [formset_class(*data, instance=instance)] if formset_class else []
     if data and all([form.is_valid(), *[formset.is_valid() for formset in formsets]]):
         children = [row for formset in formsets for row in formset.rows_kept()]
@@ -134,6 +150,7 @@ def edit_page(
             "heading": heading,
             "errors": errors_summarised(form, formsets),
             "exports": [] if is_new else export_links(instance),
+            "review_status": review_status,
             **(context or {}),
         },
     )
@@ -148,7 +165,7 @@ def world_edit(request: HttpRequest, world_id: int | None = None) -> HttpRespons
             "hooks": world.hooks.order_by("name"),
             "stories": world.stories.order_by("title"),
             "problems": world_problems(world=world),
-            "versions": world.versions.all(),
+            "versions": world.versions.defer("document"),
         }
     return edit_page(
         request, world, WorldForm, "worlds/world.html", form_options={"owner": request.user}, context=context
@@ -174,6 +191,31 @@ def lorebook_edit(request: HttpRequest, lorebook_id: int | None = None) -> HttpR
     return edit_page(request, lorebook, LorebookForm, "worlds/lorebook.html", formset_class=LoreEntryFormSet)
 
 
+@dataclass(frozen=True)
+class OutcomeBar:
+    """One row of a hook's chart of outcomes, in the SVG's own units (see hook.html)."""
+
+    label: str
+    count: int
+    y: int  # the row's top
+    width: int  # the bar's length, the longest bar being CHART_BAR_MAX
+
+
+CHART_BAR_MAX = 320  # of the 400 units the chart is wide, leaving room for the count after the longest bar
+CHART_ROW_HEIGHT = 36  # a label line above a bar
+
+
+def hook_outcome_bars(hook: Hook) -> list[OutcomeBar]:
+    """How often each branch was taken, and the fallback narrated, as bars scaled to the most frequent."""
+    counts = [(f"branch {branch.name}", branch.times_chosen) for branch in hook.branches.all()]
+    counts.append(("no branch fit (fallback)", hook.times_fallen_back))
+    most = max(count for _, count in counts) or 1
+    return [
+        OutcomeBar(label, count, index * CHART_ROW_HEIGHT, round(CHART_BAR_MAX * count / most))
+        for index, (label, count) in enumerate(counts)
+    ]
+
+
 @creator_required
 def hook_edit(request: HttpRequest, hook_id: int | None = None, world_id: int | None = None) -> HttpResponse:
     if hook_id:
@@ -182,6 +224,8 @@ def hook_edit(request: HttpRequest, hook_id: int | None = None, world_id: int | 
         hook = Hook(world=owned(World, world_id, request.user))
     context: dict[str, Any] = {"trigger_inputs": TRIGGER_INPUTS}
     if hook_id:
+        bars = hook_outcome_bars(hook)
+        context |= {"outcome_bars": bars, "chart_height": len(bars) * CHART_ROW_HEIGHT}
         playtest = HookPlaytestForm(request.GET if "inputs" in request.GET else None)
         context["playtest"] = playtest
         if playtest.is_valid():
@@ -235,6 +279,25 @@ def world_preview(request: HttpRequest, world_id: int) -> HttpResponse:
 
 
 @creator_required
+@require_GET
+def world_thumbnail(request: HttpRequest, world_id: int) -> HttpResponse:
+    """The studio list's picture of a world: its cover if it has one, else its first frame (what the gallery
+    shows too: the cover, or the frame the preview check drew from the same engine parameters)."""
+    world = owned(World, world_id, request.user)
+    if world.cover_image and default_storage.exists(world.cover_image.name):
+        response: HttpResponse = image_response(world.cover_image.name)
+    else:
+        try:
+            image = preview_jpeg(world.engine_parameters, width=192, height=108)
+        except ValueError:
+            raise Http404("This world's engine parameters draw no frame") from None
+        response = HttpResponse(image, content_type="image/jpeg")
+    # The URL carries the world's last change, so a page after an edit asks for the new picture.
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+@creator_required
 @require_POST
 def publish(request: HttpRequest, world_id: int) -> HttpResponse:
     world = owned(World, world_id, request.user)
@@ -244,7 +307,15 @@ def publish(request: HttpRequest, world_id: int) -> HttpResponse:
         for message in error.messages:
             messages.error(request, f"Not published: {message}")
     else:
-        messages.success(request, f"Published version {version.number} of “{world.title}”.")
+        version.refresh_from_db(fields=["status"])  # a subscriber may have decided it already
+        if version.status == ReviewStatus.APPROVED:
+            messages.success(request, f"Published version {version.number} of “{world.title}”: it is live.")
+        else:
+            messages.success(
+                request,
+                f"Submitted version {version.number} of “{world.title}” for review: "
+                "it goes live once a moderator approves it.",
+            )
     return redirect("worlds:world", world.pk)
 
 

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from accounts.roles import PLAY
 from memories import selectors, services
 from memories.forms import MemoryTextForm
+from worlds.selectors import world_titles_casting
 
 player_only = permission_required(PLAY, raise_exception=True)
 MEMORIES_PER_PAGE = 100
@@ -23,8 +24,11 @@ MEMORIES_PER_PAGE = 100
 @login_required
 @player_only
 def remembered_by(request: HttpRequest) -> HttpResponse:
-    acquaintances = selectors.acquaintances_remembering(player=request.user)
-    return render(request, "memories/remembered_by.html", {"acquaintances": acquaintances})
+    acquaintances = list(selectors.acquaintances_remembering(player=request.user))
+    # Two characters may share a name: the worlds they are met in tell them apart.
+    worlds = world_titles_casting(character_ids=[acquaintance.character_id for acquaintance in acquaintances])
+    listed = [(acquaintance, worlds[acquaintance.character_id]) for acquaintance in acquaintances]
+    return render(request, "memories/remembered_by.html", {"acquaintances": listed})
 
 
 @login_required
@@ -36,6 +40,7 @@ def character_memories(request: HttpRequest, character_id: int) -> HttpResponse:
     )
     context = {
         "character": acquaintance.character,
+        "worlds": world_titles_casting(character_ids=[character_id])[character_id],
         "page": page,
         "editable": acquaintance.character.players_can_edit_memories,
         "add_form": MemoryTextForm(),

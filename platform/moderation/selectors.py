@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import User
+from gallery.models import Listing
 from moderation.checks import term_filter_load
 from moderation.models import (
     APPEALABLE_ACTIONS,
@@ -19,7 +20,7 @@ from moderation.models import (
     CheckResult,
     QueueItem,
 )
-from worlds.models import ReviewStatus, WorldVersion
+from worlds.models import ReviewStatus, World, WorldVersion
 
 QUEUE_PAGE_SIZE = 50
 BLOCKED_OUTPUTS_PAGE_SIZE = 100
@@ -48,12 +49,36 @@ def queue_open(
 
 
 @dataclass(frozen=True)
+class WorldActions:
+    """The actions on a world that apply to it now: the services refuse the others, so pages do not offer them."""
+
+    take_down: bool  # something of it is public
+    restore: bool  # something of it was taken down
+    feature: bool  # it is in the gallery and not featured
+    unfeature: bool  # it is featured
+
+
+def world_actions(*, world: World) -> WorldActions:
+    statuses = set(world.versions.values_list("status", flat=True))
+    listing = Listing.objects.filter(world=world, version__isnull=False).only("featured_at").first()
+    return WorldActions(
+        take_down=ReviewStatus.APPROVED in statuses,
+        restore=ReviewStatus.TAKEN_DOWN in statuses,
+        feature=listing is not None and listing.featured_at is None,
+        unfeature=listing is not None and listing.featured_at is not None,
+    )
+
+
+@dataclass(frozen=True)
 class QueueItemDetail:
     item: QueueItem
     document: dict[str, Any] | None
     checks: list[CheckResult]
     live_version: WorldVersion | None
     history: list[AuditEntry]
+    world_actions: WorldActions
+    # A submission is decided only while its version waits: approved, rejected or taken down, it is settled.
+    decidable: bool
 
 
 def queue_item_detail(*, item_id: int) -> QueueItemDetail:
@@ -73,6 +98,8 @@ def queue_item_detail(*, item_id: int) -> QueueItemDetail:
         checks=list(version.checks.all()) if version else [],
         live_version=live,
         history=list(history),
+        world_actions=world_actions(world=item.world),
+        decidable=version is not None and version.status == ReviewStatus.PENDING,
     )
 
 

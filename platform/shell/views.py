@@ -1,9 +1,11 @@
-"""The health check operators and load balancers poll."""
+"""The health check operators and load balancers poll, and the icon browsers ask for at the site's root."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.cache import never_cache
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
+from django.views.decorators.cache import cache_control, never_cache
+from django.views.decorators.http import require_GET
 
 from shell.selectors import platform_health
 
@@ -14,3 +16,13 @@ async def healthz(request: HttpRequest) -> JsonResponse:
     worker can take a session (see platform_health)."""
     health = await platform_health()
     return JsonResponse(health, status=200 if health["status"] == "ok" else 503)
+
+
+@require_GET
+@cache_control(max_age=86400)
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    """Browsers ask for /favicon.ico whatever the page links; send them to the icon base.html links.
+
+    Temporary, not permanent: the static file's name carries its hash, which changes when the icon does.
+    """
+    return HttpResponseRedirect(static("favicon.svg"))

@@ -499,7 +499,7 @@ def test_publishing_through_the_page_freezes_a_version_and_lists_it(signed_in: S
     response = client.post(reverse("worlds:publish", args=[world.pk]), follow=True)
     version = WorldVersion.objects.get(world=world)
     page = response.content.decode()
-    assert "Published version 1" in page
+    assert "Submitted version 1" in page and "for review" in page
     assert reverse("worlds:version", args=[version.pk]) in page
 
 

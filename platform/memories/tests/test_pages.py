@@ -7,11 +7,13 @@ from django.test import Client
 from django.urls import reverse
 
 from accounts.models import User
-from accounts.tests.factories import UserFactory
+from accounts.tests.factories import ModeratorFactory, UserFactory
 from memories.models import Memory, MemoryKind
+from moderation.services import version_approve
 from tests.fixtures import SignIn
 from worlds.models import Character
-from worlds.tests.factories import CharacterFactory
+from worlds.services import world_publish
+from worlds.tests.factories import CharacterFactory, WorldFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -106,3 +108,22 @@ def test_a_person_without_the_play_permission_is_refused(client: Client, memory:
     someone.groups.clear()
     client.force_login(someone)
     assert client.get(reverse("memories:remembered_by")).status_code == 403
+
+
+def test_two_characters_of_one_name_are_told_apart_by_the_live_worlds_they_are_met_in(
+    player_client: Client, player: User, tell: Callable[..., int]
+) -> None:
+    moderator = ModeratorFactory()
+    eves = []
+    for title in ("Harbour", "Forest"):
+        world = WorldFactory(title=title)
+        eve = CharacterFactory(owner=world.owner, name="Eve")
+        world.characters.add(eve)
+        version_approve(version=world_publish(world=world, by=world.owner), moderator=moderator)
+        tell(eve, player, f"I met you in the {title}.")
+        eves.append(eve)
+    WorldFactory(title="Secret draft").characters.add(eves[0])
+    listing = player_client.get(reverse("memories:remembered_by")).content.decode()
+    assert "of Harbour" in listing and "of Forest" in listing and "Secret draft" not in listing
+    page = player_client.get(reverse("memories:character", args=[eves[1].pk])).content.decode()
+    assert "Eve of Forest" in page and "Harbour" not in page
