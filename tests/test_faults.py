@@ -444,7 +444,10 @@ def test_while_postgresql_restarts_requests_fail_fast_and_clearly_then_recover()
             health = platform.health()
             assert health["database"]["ok"] and health["inference_workers"]["connected"] == 0
             # No half-written state: the refused input left no event behind.
-            count = f"from play.models import SessionEvent as E; print(E.objects.filter(session='{session_id}').count())"
+            count = (
+                "from play.models import SessionEvent; "
+                f"print(SessionEvent.objects.filter(session='{session_id}').count())"
+            )
             counted = subprocess.run(
                 [sys.executable, "manage.py", "shell", "-c", count],
                 cwd=ROOT,
