@@ -35,6 +35,19 @@ def frame_number(page: Page) -> int:
     return int(page.locator("canvas").get_attribute("data-frame") or 0)
 
 
+# Every text the status line shows, however briefly (a reply from the small test model can take a tenth of a
+# second): recorded in the page, read at the end.
+RECORD_STATES = """() => {
+  window.statesSeen = [document.querySelector(".player-state").textContent];
+  new MutationObserver(() => window.statesSeen.push(document.querySelector(".player-state").textContent))
+    .observe(document.querySelector(".player-state"), { childList: true, characterData: true, subtree: true });
+}"""
+
+
+def states_seen(page: Page) -> list[str]:
+    return page.evaluate("window.statesSeen")
+
+
 def no_sideways_scroll(page: Page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
@@ -74,8 +87,12 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     # The choices are written live (and may be the authored ones): the log says where each one leads.
     offer = SessionEvent.objects.get(session=session, kind="offer", payload__beat="arrival").payload
     to_eve = next(index for index, choice in enumerate(offer["choices"]) if choice["to"] == "ask-eve")
+    page.evaluate(RECORD_STATES)
     choices.get_by_role("button", name=offer["choices"][to_eve]["text"]).click()
     expect(page.locator(".player-log")).to_contain_text("Eve tells you about the storm")
+    # After a choice the status line says the story is writing the next ones, until they are there.
+    expect(page.locator(".player-state")).to_have_text("Choose what happens next", timeout=30_000)
+    assert "The story is thinking…" in states_seen(page)
     kinds = list(SessionEvent.objects.filter(session=session, player=session.owner).values_list("kind", flat=True))
     assert kinds[:2] == ["key_down", "key_up"]
     assert kinds[-2:] == ["prompt", "choice"]
@@ -111,11 +128,15 @@ def test_a_character_published_alone_is_a_conversation_and_its_creator_sees_the_
     page.goto(f"/play/session/{session.pk}/")
     expect(page.locator("canvas")).to_have_count(0)
     expect(page.locator(".player-greeting")).to_contain_text(document["characters"][0]["greeting"])
+    expect(page.locator(".player-state")).to_have_text("Connected")
+    page.evaluate(RECORD_STATES)
     page.get_by_label("Say to Eve").fill("I found a <b>silver</b> key at the docks.")
     page.get_by_role("button", name="Say").click()
     expect(page.locator(".player-log")).to_contain_text("You: I found a <b>silver</b> key")  # text, not markup
     expect(page.locator(".player-log li").filter(has_text="Eve:")).to_have_count(1, timeout=60_000)
     expect(page.locator(".player-speaking")).to_have_count(0, timeout=60_000)  # the reply finished
+    # From the moment what was said is accepted until the first line of the reply, the status says so.
+    assert states_seen(page) == ["Connected", "Eve is thinking…", "Connected"]
     page.locator(".player-debug summary").click()
     expect(page.locator(".player-debug")).to_contain_text("Prompt for Eve")
 
