@@ -27,7 +27,11 @@ from worlds.published import published_world
 def home(request: HttpRequest) -> HttpResponse:
     categories = [(category, CATEGORY_BLURBS[category]) for category in Category]
     rows = selectors.home_rows(user=request.user)
-    return render(request, "gallery/home.html", {"categories": categories, "rows": rows})
+    # While the whole gallery fits in one row, Trending, New and Top would be the same worlds three times over.
+    all_in_one_row = len(rows["trending"]) < selectors.HOME_ROW_SIZE
+    return render(
+        request, "gallery/home.html", {"categories": categories, "rows": rows, "all_in_one_row": all_in_one_row}
+    )
 
 
 def browse(request: HttpRequest, *, category: Category | None, template: str, extra: dict[str, object]) -> HttpResponse:

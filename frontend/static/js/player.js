@@ -11,10 +11,11 @@
   const context = canvas ? canvas.getContext("2d") : null;
   const debugPanel = root.querySelector(".player-debug");
   const speaking = new Map(); // character -> the log line their reply is streaming into
-  const statusLine = root.querySelector(".player-status");
+  const stateLine = root.querySelector(".player-state"); // a live region: changes only with the state
+  const detailLine = root.querySelector(".player-detail"); // frames a second, latency, a countdown: not announced
   const log = root.querySelector(".player-log");
-  const choiceBar = root.querySelector(".player-choices");
-  const thinkingLine = root.querySelector(".player-thinking");
+  const subtitle = root.querySelector(".player-subtitle"); // the latest line of the log, over the picture
+  const choiceBar = root.querySelector(".player-choices"); // absent in a conversation
   const sequenceKey = `worldloom.sequence.${sessionId}`;
   // The protocol's constants, from the server's definitions (play/protocol.py PAGE_CONSTANTS).
   const protocol = JSON.parse(document.getElementById("play-protocol").textContent);
@@ -33,7 +34,9 @@
   const awaitingFrame = new Map(); // session sequence -> time sent, to measure input-to-frame latency
   const held = new Set();
   let state = "connecting";
-  let queueText = "";
+  let endReason = "";
+  let queue = null; // while queued: { place, reason } or { place, until } (when the estimate runs out)
+  let framesDrawn = 0;
   let framesSeen = 0;
   let framesPerSecond = 0;
   let latency = null;
@@ -42,13 +45,50 @@
   // A beat's scene arrives at once and its choices a moment later, once the model has written them. Between
   // the two the page says so where the choices will be. Waiting: at the start of a story, and after a choice.
   let awaitingChoices = root.dataset.story === "true";
+  let offered = false; // choices are on screen
+  let storyEnded = false;
+  let paused = false;
+  // Characters writing a reply: from the moment the platform accepts what was said to them until their first
+  // line arrives. `repliesBySequence` finds the character again when the worker could not apply the speech.
+  const replying = new Set();
+  const repliesBySequence = new Map();
+
+  // What the status line says, first match wins: the state of the connection and the session, then what
+  // the story is doing. Every word of it is something the page knows, never a guess.
+  function stateText() {
+    if (state === "connecting") return "Connecting…";
+    if (state === states.reconnecting) return "Connection lost: reconnecting…";
+    if (state === states.ended) return endReason ? `The session ended: ${endReason}` : "The session has ended.";
+    if (state === states.parked) return "Waking the world up…";
+    if (state === states.queued) {
+      if (!queue) return "In the queue…";
+      return queue.reason ? `Place ${queue.place} in the queue: ${queue.reason}` : `Place ${queue.place} in the queue`;
+    }
+    if (paused) return "Paused";
+    if (replying.size) return `${[...replying].join(" and ")} ${replying.size > 1 ? "are" : "is"} thinking…`;
+    if (awaitingChoices) return "The story is thinking…";
+    if (canvas && !framesDrawn) return "Waiting for the first picture…";
+    if (offered) return live ? "Vote for what happens next" : "Choose what happens next";
+    if (storyEnded) return "The story has ended.";
+    return canvas ? "Playing" : "Connected";
+  }
+
+  function detailText() {
+    if (state === states.queued && queue && queue.until !== undefined) {
+      const left = Math.round((queue.until - performance.now()) / 1000);
+      return left > 0 ? `· about ${left < 90 ? `${left} s` : `${Math.round(left / 60)} min`} left` : "· any moment now";
+    }
+    if (state !== states.running || !canvas) return ""; // a conversation draws no frames
+    return `· ${framesPerSecond} fps${latency === null ? "" : ` · ${Math.round(latency)} ms`}`;
+  }
 
   function showStatus() {
-    const parts = [state === states.running ? "Live" : state];
-    if (queueText) parts.push(queueText);
-    if (state === states.running) parts.push(`${framesPerSecond} fps`);
-    if (latency !== null) parts.push(`${Math.round(latency)} ms`);
-    statusLine.textContent = parts.join(" · ");
+    const text = stateText();
+    if (stateLine.textContent !== text) stateLine.textContent = text; // a live region: only real changes
+    detailLine.textContent = detailText();
+    root.dataset.state = state;
+    // Until the first picture, or when there is none to show, the status stands in the middle of the stage.
+    root.classList.toggle("player-waiting", state !== states.running || (canvas !== null && !framesDrawn));
   }
   setInterval(() => { framesPerSecond = framesSeen; framesSeen = 0; showStatus(); }, 1000);
 
@@ -95,47 +135,68 @@
         context.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
         canvas.dataset.frame = String(number);
         bitmap.close();
+        framesDrawn += 1;
+        if (framesDrawn === 1) showStatus();
       })
       .finally(() => { drawing = false; });
   }
 
   function handle(message) {
     switch (message.type) {
-      case "welcome": state = message.status; break;
+      case "welcome":
+        state = message.status;
+        if (state !== states.queued) queue = null;
+        break;
       case "status":
         state = message.state;
-        queueText = "";
+        queue = null;
         if (message.state === states.queued) {
           // No estimate while no worker runs this world's engine: the platform says so instead of guessing.
-          const wait = message.estimated_wait_s === undefined ? message.reason : `about ${message.estimated_wait_s} s`;
-          queueText = `place ${message.queue_place} in the queue, ${wait}`;
+          queue = message.estimated_wait_s === undefined
+            ? { place: message.queue_place, reason: message.reason }
+            : { place: message.queue_place, until: performance.now() + message.estimated_wait_s * 1000 };
         }
-        if (message.state === states.ended) say(`The session ended: ${message.reason}`);
+        if (message.state === states.ended) {
+          endReason = message.reason || "";
+          say(endReason ? `The session ended: ${endReason}` : "The session ended.");
+        }
         break;
       case "accepted": {
         const sent = unconfirmed.get(message.seq);
         unconfirmed.delete(message.seq);
-        if (sent && !message.duplicate) awaitingFrame.set(message.sequence, performance.now());
+        if (sent && !message.duplicate) {
+          awaitingFrame.set(message.sequence, performance.now());
+          if (sent.type === "speech") { replying.add(sent.character); repliesBySequence.set(message.sequence, sent.character); }
+        }
         break;
       }
       case "narration":
         say(message.text);
-        if (awaitingChoices) think(true); // the beat's scene: its choices are being written
         break;
       case "choices":
         // None offered at a beat that goes on: they are still being written.
         awaitingChoices = message.choices.length === 0 && !message.ended;
-        think(awaitingChoices);
+        storyEnded = message.ended;
         showChoices(message.choices);
         break;
       case "votes":
+        if (!choiceBar) break;
         choiceBar.querySelectorAll("button").forEach((button, index) => {
           button.textContent = `${button.dataset.text} (${message.tally[index] || 0})`;
         });
         break;
-      case "character_line": speak(message); break;
+      case "character_line":
+        replying.delete(message.character);
+        speak(message);
+        break;
       case "debug_prompt": showPrompt(message); break;
-      case "error": say(`⚠ ${message.error}`, "player-error"); break;
+      case "error":
+        // The worker could not apply something said to a character: no reply is coming.
+        if (message.sequence !== undefined && repliesBySequence.has(message.sequence)) {
+          replying.delete(repliesBySequence.get(message.sequence));
+        }
+        say(`⚠ ${message.error}`, "player-error");
+        break;
       default: break;
     }
     showStatus();
@@ -147,7 +208,24 @@
     if (className) item.className = className;
     log.append(item);
     log.scrollTop = log.scrollHeight;
+    showSubtitle(item);
     return item;
+  }
+
+  // The latest line stays over the picture long enough to read it (longer for longer lines), then goes; a
+  // reply still arriving keeps it there.
+  let subtitleFor = null;
+  let subtitleTimer = 0;
+  function showSubtitle(item) {
+    if (!subtitle) return;
+    subtitleFor = item;
+    subtitle.textContent = item.textContent;
+    subtitle.classList.toggle("player-error", item.classList.contains("player-error"));
+    subtitle.hidden = false;
+    clearTimeout(subtitleTimer);
+    subtitleTimer = setTimeout(() => {
+      if (subtitleFor === item && !item.classList.contains("player-speaking")) subtitle.hidden = true;
+    }, Math.min(20000, 5000 + item.textContent.length * 60));
   }
 
   // A reply arrives a sentence at a time, then `final`: the sentences join one line of the log.
@@ -165,6 +243,7 @@
       line.classList.remove("player-speaking");
       speaking.delete(message.character);
     }
+    if (line) showSubtitle(line);
   }
 
   // The creator's debug panel: the prompt the last reply was written from, section by section.
@@ -187,24 +266,28 @@
     debugPanel.hidden = false;
   }
 
-  function think(thinking) {
-    if (thinkingLine) thinkingLine.textContent = thinking ? "The story is thinking…" : "";
-  }
-
   function showChoices(choices) {
+    offered = choices.length > 0;
+    if (!choiceBar) return;
     choiceBar.replaceChildren();
     choices.forEach((text, index) => {
       const button = document.createElement("button");
       button.type = "button";
       button.textContent = text;
       button.dataset.text = text;
+      if (live) button.setAttribute("aria-pressed", "false");
       // In a Live world a choice is a vote, which may be changed until the vote closes.
       button.addEventListener("click", () => {
         send("choice", { index });
-        if (live) return;
+        if (live) {
+          choiceBar.querySelectorAll("button").forEach((other) => other.setAttribute("aria-pressed", String(other === button)));
+          return;
+        }
         choiceBar.replaceChildren();
+        offered = false;
         awaitingChoices = true;
-        think(true);
+        showStatus();
+        giveKeysBack(); // the focused button is gone: the keys go back to the world
       });
       choiceBar.append(button);
     });
@@ -222,8 +305,15 @@
   function press(key) { if (!held.has(key)) { held.add(key); send("key_down", { key }); } }
   function release(key) { if (held.delete(key)) send("key_up", { key }); }
 
+  // Keys are heard on the whole document, so they work from the moment the page loads without a click on the
+  // picture; only while the player types in a field do they type. Esc leaves the field for the world.
   function typing(target) { return target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement; }
+  function giveKeysBack() {
+    if (canvas) canvas.focus({ preventScroll: true });
+    else if (typing(document.activeElement)) document.activeElement.blur();
+  }
   document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && typing(event.target)) { giveKeysBack(); return; }
     const key = keyAliases[event.code] || event.code;
     if (!keyNames.has(key) || typing(event.target)) return;
     event.preventDefault();
@@ -247,12 +337,14 @@
     promptForm.addEventListener("submit", (event) => {
       event.preventDefault();
       if (input.value.trim()) { send("prompt", { text: input.value.trim() }); input.value = ""; }
+      giveKeysBack(); // the world changes in front of the player, who can walk on at once
     });
     const pause = promptForm.querySelector(".player-pause");
     pause.addEventListener("click", () => {
-      const paused = pause.textContent === "Resume";
       send(paused ? "resume" : "pause");
-      pause.textContent = paused ? "Pause" : "Resume";
+      paused = !paused;
+      pause.textContent = paused ? "Resume" : "Pause";
+      showStatus();
     });
   }
   const chatForm = root.querySelector(".player-chat");
@@ -265,6 +357,7 @@
       send("speech", { character, text: text.value.trim() });
       say(`You: ${text.value.trim()}`);
       text.value = "";
+      showStatus();
     });
   }
 

@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 from accounts.models import User
 from accounts.services import content_settings_update
 from accounts.tests.factories import UserFactory
+from gallery import selectors
 from gallery.models import Listing
 from gallery.selectors import Page, Sort, listings_browse, listings_search
 from gallery.services import creator_follow, listing_like, listing_unlike, world_play_record
@@ -110,6 +111,20 @@ def test_the_home_page_shows_what_moderators_feature(listed: Callable[..., Listi
     assert [card["title"] for card in home["featured"]] == ["Foghaven"]
     assert {card["title"] for card in home["new"]} == {"Foghaven", "Dune Sea"}
     assert "Featured" in Client().get(reverse("gallery:home")).content.decode()
+
+
+def test_a_gallery_that_fits_in_one_row_is_shown_once_not_as_three_identical_rows(
+    listed: Callable[..., Listing], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listed(title="Foghaven")
+    listed(title="Dune Sea")
+    home = Client().get(reverse("gallery:home")).content.decode()
+    assert home.count(">Foghaven</a>") == 1
+    assert "Trending" not in home
+    monkeypatch.setattr(selectors, "HOME_ROW_SIZE", 2)  # a gallery larger than a row: each row has its order
+    home = Client().get(reverse("gallery:home")).content.decode()
+    assert home.count(">Foghaven</a>") == 3
+    assert "Trending" in home
 
 
 def test_mature_works_show_only_to_players_who_opted_in_and_confirmed_their_age(
