@@ -22,7 +22,6 @@ import logging
 import math
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -76,11 +75,6 @@ class WorkerConfig:
     # and two gave 4.7, the second spinning on a core that the world model and the web process also want.
     # A dedicated many-core box raises it (see LocalModelConfig.threads).
     torch_threads: int = 1
-    # How much lower the language thread's CPU priority is than the rest of the worker's (Linux nice, which is
-    # per thread there; elsewhere nothing changes). On a busy machine a reply then waits for the frame loop, not
-    # the frame loop for a reply: while Eve replied, a tick's p50 went from 7.1-7.9 ms to 12.6-13.3 at 0, and
-    # from 6.2-7.2 to 6.5-8.9 at 10, and she finished as many replies (bench player_fps, two cores at load 3-4).
-    language_niceness: int = 10
     # Seconds a reply waits for the platform to send a character's memories before going on without them.
     recall_timeout_seconds: float = 3.0
     # A tick takes about 50 ms and a reopen's replay at most HostConfig.replay_max_seconds (10 s): a call on the
@@ -101,18 +95,6 @@ def torch_threads_set(threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
-
-
-def thread_priority_lower(increment: int) -> None:
-    """Lower the calling thread's CPU priority by `increment` (nice).
-
-    Only on Linux, where each thread has a nice value of its own; elsewhere os.nice would lower the whole
-    process, engines included. Threads the calling thread starts later (torch's) inherit it.
-    """
-    if increment <= 0 or sys.platform != "linux":
-        return
-    thread = threading.get_native_id()
-    os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, thread) + increment)
 
 
 def language_model_loader(choice: str, device: str, threads: int | None = None) -> Callable[[], LanguageModel] | None:
@@ -216,10 +198,8 @@ class InferenceWorker:
         # Engines run on one thread of their own: stepping never blocks the connection, and an engine is
         # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
         self.engine_thread = SerialThread("engine")
-        # The language model gets a thread of its own too: a reply takes seconds, a frame 50 ms. It runs at a
-        # lower priority, so that on a busy machine the frame loop keeps its core while a character speaks.
+        # The language model gets a thread of its own too: a reply takes seconds, a frame 50 ms.
         self.language_thread = SerialThread("language")
-        self.language_thread.submit(thread_priority_lower, config.language_niceness)
         for thread in (self.engine_thread, self.language_thread):
             thread.submit(torch_threads_set, config.torch_threads)
         self.language_thread.submit(self.narrator.warm_up)

@@ -1,12 +1,8 @@
-"""torch's threads are set on purpose on every worker thread that runs torch, not left to the process, and the
-language thread yields the CPU to the frame loop."""
+"""torch's threads are set on purpose on every worker thread that runs torch, not left to the process."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-import threading
 
 import pytest
 import torch
@@ -38,20 +34,3 @@ def test_the_thread_count_comes_from_the_environment_unless_given(monkeypatch: p
     monkeypatch.setenv("WORLDLOOM_TORCH_THREADS", "4")
     assert parsed().torch_threads == 4
     assert parsed("--torch-threads", "2").torch_threads == 2
-
-
-def own_niceness() -> int:
-    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="a nice value of its own per thread is Linux's")
-def test_the_language_thread_runs_at_a_lower_priority_than_the_engine_thread() -> None:
-    config = worker.WorkerConfig(url="ws://unused/", token="t", language_model="none", language_niceness=5)
-    inference_worker = worker.InferenceWorker(config)
-    try:
-        engine = inference_worker.engine_thread.submit(own_niceness).result(timeout=30)
-        language = inference_worker.language_thread.submit(own_niceness).result(timeout=30)
-        assert language == min(engine + 5, 19)
-        assert own_niceness() == engine  # the worker's other threads keep theirs
-    finally:
-        inference_worker.threads_stop()
