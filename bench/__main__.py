@@ -15,6 +15,7 @@ from bench import (
     load_speed,
     narrative_quality,
     narrative_speed,
+    player_fps,
     runtime_speed,
     world_quality,
     world_speed,
@@ -29,6 +30,7 @@ BENCHMARKS: dict[str, Measure] = {
     "gallery_bench": gallery_speed.run,
     "narrative_bench": narrative_speed.run,
     "load_bench": load_speed.run,
+    "player_fps": player_fps.run,
 }
 EVALUATIONS: dict[str, Measure] = {
     "world_eval": world_quality.run,

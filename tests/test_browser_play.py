@@ -65,6 +65,7 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     page: Page, live_platform: LivePlatform
 ) -> None:
     document = json.loads((ROOT / "worlds" / "demo_content" / "dark-lighthouse.json").read_text())
+    document["world"]["engine"] = "raycaster"  # as the factory's session: fast and exact frames in a browser test
     version = WorldVersionFactory(document=document)
     session = PlaySessionFactory(version=version)
     page_signed_in(page, live_platform, session.owner)

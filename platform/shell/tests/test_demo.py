@@ -7,6 +7,8 @@ import io
 import pytest
 from django.core.management import call_command
 
+from accounts.models import User
+from play.services import session_start
 from worlds.categories import Category
 from worlds.models import Character, Hook, ReviewStatus, Story, World
 
@@ -26,6 +28,16 @@ def test_every_gallery_category_has_a_published_demo_world() -> None:
         version = world.versions.get()
         assert (version.status, version.reviewed_by.username) == (ReviewStatus.APPROVED, "demo-moderator")
         assert world.listing.version == version  # so the gallery shows it
+
+
+@pytest.mark.usefixtures("demo")
+def test_the_demo_games_and_stories_play_on_our_world_model() -> None:
+    player = User.objects.get(username="demo-player")
+    for category in (Category.GAMES, Category.STORIES):
+        world = World.objects.get(category=category, owner__username="demo-creator")
+        version = world.versions.get()
+        assert (world.engine, version.document["world"]["engine"]) == ("worldmodel", "worldmodel")
+        assert session_start(version=version, owner=player).engine == "worldmodel"
 
 
 @pytest.mark.usefixtures("demo")
