@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.client import backoff
@@ -41,6 +42,8 @@ from inference.language.embedding import default_embedder
 from inference.play.host import CONVERSATION, Job, SessionHost
 from inference.play.narrator import Narrator
 
+# Sessions whose newest frame number a worker remembers after a lost connection.
+FRAMES_SENT_KEPT = 10_000
 logger = logging.getLogger("inference.worker")
 
 
@@ -208,6 +211,10 @@ class InferenceWorker:
         self.connection: ClientConnection | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.recalls: dict[int, asyncio.Future[protocol.SessionRecalled]] = {}
+        # The newest frame number sent for each session, kept across a lost connection: a daphne killed between
+        # two writes of its newest frame number reopens the session from an older one, and frame numbers must
+        # still rise for the browsers that saw the newer frames. Written by the tick loop only.
+        self.frames_sent: dict[str, int] = {}
         self.recall_numbers = itertools.count(1)
 
     @property
@@ -373,8 +380,14 @@ class InferenceWorker:
                     session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
                 )
                 await connection.send(encoded)
+                self.frame_sent(frame.session, frame.number)
             for message in messages:
                 await connection.send(protocol.encode(message))
+
+    def frame_sent(self, session: str, number: int) -> None:
+        self.frames_sent[session] = number
+        if len(self.frames_sent) > FRAMES_SENT_KEPT:
+            del self.frames_sent[next(iter(self.frames_sent))]  # the session that sent its first frame longest ago
 
     def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies.
@@ -417,6 +430,10 @@ class InferenceWorker:
             if isinstance(message, protocol.SessionOpen) and running:
                 return self.reopen_hosted(message)
             if isinstance(message, protocol.SessionOpen):
+                # Replayed at least to the newest frame this worker showed, so that its numbers go on rising.
+                shown = self.frames_sent.get(message.session, 0)
+                if shown > (message.target_tick or 0):
+                    message = msgspec.structs.replace(message, target_tick=shown)
                 return self.host.open(message)
             if isinstance(message, protocol.SessionInput):
                 return self.host.input_forwarded(message.session, message.sequence, message.input)
