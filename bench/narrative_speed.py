@@ -39,7 +39,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -80,6 +80,20 @@ HISTORY: list[Message] = [
 ]
 PLAYER_LINE = "What did I find at the docks?"
 CLUES = ["The lamp room key hangs under the stairs.", "The ledger went missing the night of the storm."]
+
+
+def demo_narrative(document: dict[str, Any]) -> dict[str, Any]:
+    """The narrative part of a session.open for a demo world's document, as the platform builds it (a player Sam)."""
+    world = document["world"]
+    return {
+        "title": world["title"],
+        "description": world["description"],
+        "world_rules": world["world_rules"],
+        "player_name": "Sam",
+        "content_rating": world["content_rating"],
+        "hooks": document["hooks"],
+        "characters": [character | {"id": index + 1} for index, character in enumerate(document["characters"])],
+    }
 
 
 def run(quick: bool) -> dict[str, float]:
@@ -167,15 +181,7 @@ def play_figures(replies: int, offers: int) -> dict[str, float]:
     embedder = default_embedder()
     document = json.loads(DEMO_WORLD.read_text())
     world = document["world"]
-    narrative = {
-        "title": world["title"],
-        "description": world["description"],
-        "world_rules": world["world_rules"],
-        "player_name": "Sam",
-        "content_rating": world["content_rating"],
-        "hooks": document["hooks"],
-        "characters": [character | {"id": index + 1} for index, character in enumerate(document["characters"])],
-    }
+    narrative = demo_narrative(document)
     lore = [document["lorebooks"][0]["entries"][0]["content"]]
 
     def opened(session: str) -> SessionHost:

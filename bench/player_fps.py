@@ -31,6 +31,7 @@ from typing import Any
 import msgspec
 
 from bench import Skipped
+from bench.narrative_speed import demo_narrative
 
 DEMO_STORY = Path(__file__).resolve().parent.parent / "worlds" / "demo_content" / "dark-lighthouse.json"
 WORLD_SESSION = "6f1d0c2e-9a4b-4c51-8e0f-3b7a2d5c9e18"
@@ -127,15 +128,7 @@ async def measure(
     await platform.wait_for(lambda: platform.connection is not None, seconds=120)
     document = json.loads(DEMO_STORY.read_text())
     world = document["world"]
-    narrative = {
-        "title": world["title"],
-        "description": world["description"],
-        "world_rules": world["world_rules"],
-        "player_name": "Sam",
-        "content_rating": world["content_rating"],
-        "hooks": document["hooks"],
-        "characters": [character | {"id": index + 1} for index, character in enumerate(document["characters"])],
-    }
+    narrative = demo_narrative(document)
     await platform.send(
         protocol.SessionOpen(
             session=WORLD_SESSION,
