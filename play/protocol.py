@@ -131,7 +131,7 @@ def words(field: str, value: str, longest: int) -> str:
     parses, but cannot be written as UTF-8)."""
     text = value.strip()
     if not 1 <= len(text) <= longest:
-        raise ValueError(f"'{field}' must be 1 to {longest} characters")
+        raise ValueError(f"'{field}' must be {FIELD_RULES[field]}")
     if any(unprintable(character) for character in text):
         raise ValueError(f"'{field}' may hold only printable text")
     return text
@@ -187,9 +187,10 @@ def refusal(problem: str, *, kind: str) -> str:
     return problem
 
 
-# Platform → browser: every JSON message a browser receives is one of these, built here and checked as it is
-# built (PROTOCOL.md's table is tested against them). A field with a default of None is left out when None;
-# that is what makes a field optional in the table.
+# Platform → browser: every JSON message a browser receives is one of these (PROTOCOL.md's table is tested
+# against them). msgspec checks types only on conversion, so a message is checked where the channel layer hands
+# it to a browser's consumer (browser_message). A field with a default of None is left out when None; that is
+# what makes a field optional in the table.
 
 
 class ForBrowser(

@@ -36,7 +36,8 @@ def last_frame_key(session_id: Any) -> str:
 
 
 def last_frame_seen(*, session: PlaySession) -> int:
-    """The newest frame the platform saw: the cache has every frame, the row the ones snapshots recorded."""
+    """The newest frame the platform recorded: the cache has it to within LAST_FRAME_EVERY_SECONDS, the row the
+    ones snapshots recorded (the worker that sent newer frames replays a reopened session to them itself)."""
     return max(session.last_frame, cache.get(last_frame_key(session.pk), 0))
 
 
