@@ -108,7 +108,7 @@ def session_open_message(*, session: PlaySession) -> SessionOpen:
         session=str(session.pk),
         engine=session.engine,
         live=session.is_live,
-        spec=published.world.engine_parameters,
+        spec=published.engine_spec,
         story=published.stories[0] if published.stories else None,
         snapshot=Snapshot(
             tick=snapshot.tick,

@@ -26,7 +26,6 @@ from accounts.models import User
 from gallery.services import world_play_record
 from inference import protocol as worker_protocol
 from inference.controls import PROPOSAL_INPUT_TYPES
-from inference.play.host import CONVERSATION
 from inference.protocol import SessionClose, SessionInput, SessionOpen, SessionRefresh
 from memories.services import exchange_record
 from play import protocol
@@ -114,8 +113,7 @@ def session_start(*, version: WorldVersion, owner: User) -> PlaySession:
     session = PlaySession.objects.create(
         version=version,
         owner=owner,
-        # A character published on its own is a conversation: no world to draw.
-        engine=CONVERSATION if world.category == "characters" else world.engine,
+        engine=world.engine,
         is_live=world.category == "live",
         queued_at=timezone.now(),
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
@@ -16,8 +14,9 @@ from inference.play.host import CONVERSATION
 from play import protocol, services
 from play.models import PlaySession
 from play.selectors import session_role, sessions_open_for, version_playable
+from worlds.categories import Category
 from worlds.models import World
-from worlds.published import PublishedCharacter, published_world
+from worlds.published import PublishedWorld, published_world
 
 
 class SignedInRequest(HttpRequest):
@@ -59,17 +58,19 @@ def session_page(request: SignedInRequest, session_id: str) -> HttpResponse:
         "world": session.version.world,
         "characters": [character.name for character in characters],
         "participants": [session.owner, *session.participants.all()] if session.is_live else [],
-        "conversation": conversation_for(session=session, characters=characters),
+        "conversation": conversation_for(published=published),
+        # Sessions started before characters were met in their scene ran on no engine: a conversation alone.
+        "drawn": session.engine != CONVERSATION,
         "is_creator": session.version.world.owner_id == request.user.pk,
         "protocol_constants": protocol.PAGE_CONSTANTS,
     }
     return render(request, "play/session.html", context)
 
 
-def conversation_for(*, session: PlaySession, characters: Sequence[PublishedCharacter]) -> dict[str, str] | None:
-    """The character a conversation session is with (its portrait and greeting), or None for a world."""
-    if session.engine != CONVERSATION or not characters:
+def conversation_for(*, published: PublishedWorld) -> dict[str, str] | None:
+    """The character a Characters work is about (their portrait and greeting), or None for another world."""
+    if published.world.category != Category.CHARACTERS or not published.characters:
         return None
-    character = characters[0]
+    character = published.characters[0]
     portrait_url = default_storage.url(character.portrait) if character.portrait else ""
     return {"name": character.name, "greeting": character.greeting, "portrait_url": portrait_url}

@@ -14,7 +14,7 @@ from accounts.demo import demo_people_ensure
 from accounts.models import User
 from accounts.tests.factories import UserFactory
 from gallery.models import Listing
-from play.models import SessionEvent
+from play.models import PlaySession, SessionEvent
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from shell.demo import demo_worlds_ensure
 from tests.fixtures import ROOT, LivePlatform, wait_until
@@ -117,19 +117,19 @@ def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_plat
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
-def test_a_character_published_alone_is_a_conversation_and_its_creator_sees_the_prompt(
+def test_a_character_published_alone_is_met_in_their_scene_and_their_creator_sees_the_prompt(
     page: Page, live_platform: LivePlatform
 ) -> None:
     creator = UserFactory()
     document = json.loads((ROOT / "worlds" / "demo_content" / "eve-keeper.json").read_text())
     world = world_from_document(document, owner=creator, slug=slug_unique(document["world"]["title"]))
     world_publish(world=world, by=creator)
-    session = PlaySessionFactory(version=world.versions.get(), owner=creator, engine="conversation")
     page_signed_in(page, live_platform, creator)
-    page.goto(f"/play/session/{session.pk}/")
-    expect(page.locator("canvas")).to_have_count(0)
+    page.goto(f"/play/{world.slug}/")
+    page.get_by_role("button", name="Start a new session").click()
+    wait_until(lambda: frame_number(page) > 3)
     expect(page.locator(".player-greeting")).to_contain_text(document["characters"][0]["greeting"])
-    expect(page.locator(".player-state")).to_have_text("Connected")
+    expect(page.locator(".player-state")).to_have_text("Playing")
     page.evaluate(RECORD_STATES)
     page.get_by_label("Say to Eve").fill("I found a <b>silver</b> key at the docks.")
     page.get_by_role("button", name="Say").click()
@@ -137,7 +137,10 @@ def test_a_character_published_alone_is_a_conversation_and_its_creator_sees_the_
     expect(page.locator(".player-log li").filter(has_text="Eve:")).to_have_count(1, timeout=60_000)
     expect(page.locator(".player-speaking")).to_have_count(0, timeout=60_000)  # the reply finished
     # From the moment what was said is accepted until the first line of the reply, the status says so.
-    assert states_seen(page) == ["Connected", "Eve is thinking…", "Connected"]
+    assert states_seen(page) == ["Playing", "Eve is thinking…", "Playing"]
+    session = PlaySession.objects.get(version__world=world)
+    spoken = SessionEvent.objects.get(session=session, kind="speech")
+    assert spoken.applied_effects["events"] == [{"kind": "approach", "name": "Eve"}]
     page.locator(".player-debug summary").click()
     expect(page.locator(".player-debug")).to_contain_text("Prompt for Eve")
 

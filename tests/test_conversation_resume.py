@@ -26,11 +26,13 @@ def quickly_parking_platform(transactional_db: None) -> Iterator[LivePlatform]:
     platform.stop()
 
 
+# Eve is met in her scene (the raycaster draws her); sessions started before that are conversations alone.
+@pytest.mark.parametrize("engine", ["raycaster", "conversation"])
 def test_a_player_who_leaves_eve_and_comes_back_is_answered_and_the_worker_stays_healthy(
-    quickly_parking_platform: LivePlatform,
+    quickly_parking_platform: LivePlatform, engine: str
 ) -> None:
     creator = UserFactory()
-    session = PlaySessionFactory(version=published("eve-keeper.json", creator), owner=creator, engine="conversation")
+    session = PlaySessionFactory(version=published("eve-keeper.json", creator), owner=creator, engine=engine)
     cookie = cookie_for(creator)
 
     async def speak_and_leave(player: Player) -> None:
@@ -46,7 +48,9 @@ def test_a_player_who_leaves_eve_and_comes_back_is_answered_and_the_worker_stays
 
     asyncio.run(play(quickly_parking_platform, session, cookie, speak_and_leave))
     wait_until(lambda: PlaySession.objects.get(pk=session.pk).status == SessionStatus.PARKED, timeout_seconds=30)
-    assert SessionEvent.objects.get(session=session, kind="speech").applied_tick is not None
+    spoken = SessionEvent.objects.get(session=session, kind="speech")
+    assert spoken.applied_tick is not None
+    assert spoken.applied_effects["events"] == [{"kind": "approach", "name": "Eve"}]
     # Coming back reopens the conversation from its snapshot and replays the words after it: that replay spun
     # the worker's engine thread forever.
     assert asyncio.run(play(quickly_parking_platform, session, cookie, come_back_and_speak))

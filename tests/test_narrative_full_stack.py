@@ -48,13 +48,20 @@ async def say(player: Player, text: str) -> tuple[str, dict]:
     start = len(player.messages)
     await player.send("speech", character="Eve", text=text)
 
+    def reply_start(p: Player) -> int | None:
+        """Where the reply to `text` begins: its prompt comes first. A reply to words said before (the player left
+        while it was being written) may still be arriving, and is not this one."""
+        return next((start + i for i, m in enumerate(p.messages[start:]) if m["type"] == "debug_prompt"), None)
+
     def finished(p: Player) -> bool:
-        return any(m["type"] == "character_line" and m["final"] for m in p.messages[start:])
+        begun = reply_start(p)
+        return begun is not None and any(m["type"] == "character_line" and m["final"] for m in p.messages[begun:])
 
     await player.read_until(finished, seconds=60)
-    lines = [m["text"] for m in player.messages[start:] if m["type"] == "character_line" and m["text"]]
-    debug = next(m for m in player.messages[start:] if m["type"] == "debug_prompt")
-    return " ".join(lines), debug
+    begun = reply_start(player)
+    assert begun is not None
+    lines = [m["text"] for m in player.messages[begun:] if m["type"] == "character_line" and m["text"]]
+    return " ".join(lines), player.messages[begun]
 
 
 def test_a_character_remembers_what_the_player_said_in_an_earlier_session(live_platform: LivePlatform) -> None:

@@ -93,6 +93,16 @@ class PublishedWorld:
             stories=document.get("stories", []),
         )
 
+    @property
+    def engine_spec(self) -> dict[str, Any]:
+        """The spec an engine draws the world from: the creator's parameters, with every character of the world
+        standing in it (where the parameters place them, else where the engine puts them: before the player)."""
+        parameters = self.world.engine_parameters
+        placed = parameters.get("characters", [])
+        named = {item.get("name") for item in placed if isinstance(item, Mapping)}
+        unplaced = [{"name": character.name} for character in self.characters if character.name not in named]
+        return {**parameters, "characters": [*placed, *unplaced]} if placed or unplaced else dict(parameters)
+
     def character_named(self, name: str) -> PublishedCharacter | None:
         return next((character for character in self.characters if character.name == name), None)
 

@@ -427,7 +427,8 @@ class Narrator:
 
     def narrate(self, job: Job, link: PlatformLink) -> None:
         """A prompt that changes nothing in the world: the player's own choice at a beat, if it reads as one of
-        the offered choices; otherwise the narrator says what happens."""
+        the offered choices; else, when it asked for a change of the world, that nothing changed and why; else
+        the narrator says what happens."""
         offered: list[dict[str, str]] | None = job.data.get("offered")
         if offered:
             vectors = self.embedder.embed([job.data["text"], *(choice["text"] for choice in offered)])  # (1 + C, D)
@@ -437,6 +438,9 @@ class Narrator:
                 own = OwnChoice(beat=job.data["beat"], index=best, text=job.data["text"])
                 link.send(SessionPropose(session=job.session, input=own))
                 return
+        if job.data.get("unchanged"):
+            link.send(SessionNarration(session=job.session, text=job.data["unchanged"]))
+            return
         setting = job.setting
         model = self.language_model
         text = "Nothing in the world answers that yet."

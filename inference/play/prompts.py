@@ -73,6 +73,38 @@ TELLING = re.compile(
 )
 
 
+# A prompt opening with one of these asks the world itself to change ("make the sky purple", "let it thunder"),
+# unless it turns the player ("turn left" is a move).
+CHANGE_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:make|let|turn|change|bring|summon|conjure|spawn|create|build|raise|add|remove|banish)\b"
+    r"(?!\s+(?:left|right|around|back)\b)",
+    re.IGNORECASE,
+)
+WORLD_CAN = (
+    "the world can turn day, dawn or night, bring snow, rain or fog and clear them, or raise a tower, a tree, a "
+    "lantern, a crystal or a creature"
+)
+
+
+def unchanged_reason(text: str) -> str | None:
+    """What to tell a player whose prompt asked for a change no world event makes, or None when it did not ask
+    for one (an action or words for the narrator). Said instead of a narration, which could describe a change
+    the picture never shows."""
+    if asks_for_words(text):
+        return None
+    if negated(text) and names_world_things(without_negation(text)) and not events_from_prompt(text):
+        return f"Nothing changed: what you asked to end stays, since nothing here undoes it ({WORLD_CAN})."
+    if CHANGE_REQUEST.match(text.replace("\u2019", "'").strip()):
+        return f"Nothing changed: that is not a change this world knows ({WORLD_CAN})."
+    return None
+
+
+def names_world_things(text: str) -> bool:
+    """Whether the text names an object, a time of day or a weather that world events make."""
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return bool(words & set(OBJECT_WORDS)) or any(words & set(triggers) for _, triggers in WEATHER_AND_TIME)
+
+
 def asks_for_words(text: str) -> bool:
     """Whether the prompt is a question or asks to be told something, rather than asking for a change."""
     text = text.replace("\u2019", "'").strip()

@@ -20,7 +20,7 @@ from inference.controls import KEYS
 from inference.language.embedding import Embedder
 from inference.narrative.setting import HookRule, Setting
 from inference.narrative.world_prompts import WorldPromptClassifier
-from inference.play.prompts import events_from_prompt
+from inference.play.prompts import events_from_prompt, unchanged_reason
 from inference.play.story import StoryGraph
 from inference.protocol import (
     NarrativeState,
@@ -145,7 +145,7 @@ class PlayStateMachine:
             elif kind == "prompt":
                 events, outgoing = self.prompt(given, tick)
             elif kind == "speech":
-                outgoing = self.speech(given, sequence)
+                events, outgoing = self.speech(given, sequence)
             elif kind == "choice" and self.live and self.story is not None:
                 outgoing = self.vote(given, tick, sequence)
             elif kind == "choice" and self.story is not None and self.story_state is not None:
@@ -279,13 +279,15 @@ class PlayStateMachine:
                         "text": text,
                         "beat": state.beat if state else None,
                         "offered": offered,
+                        "unchanged": unchanged_reason(text),
                     },
                 )
             )
         return [], outgoing
 
-    def speech(self, given: PlayerInput, sequence: int) -> list[WorkerToPlatform]:
-        """Words to a character: the reply is a job; a hook the words fire is presented at once."""
+    def speech(self, given: PlayerInput, sequence: int) -> tuple[list[WorldEvent], list[WorkerToPlatform]]:
+        """Words to a character: they come over to the player (in a world that holds them), the reply is a job, and
+        a hook the words fire is presented at once."""
         setting = self.setting
         if setting is None or given["character"] not in setting.cast:
             raise ValueError(f"there is no character called {given['character']!r} here")
@@ -307,7 +309,7 @@ class PlayStateMachine:
                 },
             )
         )
-        return self.hooks_fired_by_text(given)
+        return [{"kind": "approach", "name": given["character"]}], self.hooks_fired_by_text(given)
 
     def offer(self, given: PlayerInput) -> list[WorkerToPlatform]:
         """The choices written for a beat (logged, so a replay offers the same); stale when the story moved on."""

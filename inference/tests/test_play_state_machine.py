@@ -341,3 +341,15 @@ def test_the_narrative_state_restores_into_a_machine_in_the_same_state() -> None
     assert (restored.active_hook, restored.paused) == ("the-gate", True)
     restored.held_keys.add("KeyD")
     assert kept.held_keys == ["KeyW"]  # what was kept does not change with the machine
+
+
+def test_words_to_a_character_call_them_over_and_queue_their_reply() -> None:
+    eve = {"name": "Eve", "persona": "The lighthouse keeper."}
+    play = PlayStateMachine(
+        SESSION, narrative=NarrativeState(), setting=Setting.from_message({"title": "Isle", "characters": [eve]})
+    )
+    spoken = play.apply(4, {"type": "speech", "character": "Eve", "text": "Hello"}, 9)
+    approach = [{"kind": "approach", "name": "Eve"}]
+    assert spoken.events == approach
+    assert spoken.messages == [SessionApplied(session=SESSION, sequence=4, tick=10, events=approach)]
+    assert [job.kind for job in spoken.jobs] == ["reply"]

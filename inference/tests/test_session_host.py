@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from inference.engine import RaycastEngine
 from inference.play.host import HostConfig, SessionHost
-from inference.play.prompts import events_from_prompt
+from inference.play.prompts import events_from_prompt, unchanged_reason
 from inference.protocol import (
     PendingInput,
     PlayerInput,
@@ -118,6 +120,34 @@ def test_prompts_map_onto_the_events_vocabulary() -> None:
     assert events_from_prompt("enough of this darkness") == [{"kind": "day"}]
     assert events_from_prompt("is it going to rain?") == []
     assert events_from_prompt("tell me about the crystals") == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "reason"),
+    [
+        ("make the sky purple", "that is not a change this world knows"),
+        ("Please turn everything to gold", "that is not a change this world knows"),
+        ("no more dawn", "what you asked to end stays"),
+        ("make the tower disappear", "what you asked to end stays"),
+    ],
+)
+def test_a_prompt_asking_for_a_change_no_event_makes_is_told_that_nothing_changed_and_why(
+    prompt: str, reason: str
+) -> None:
+    session_host = host()
+    session_host.open(session_open("s"))
+    applied = session_host.input("s", 1, {"type": "prompt", "text": prompt})
+    (job,) = session_host.take_jobs()
+    assert applied[0].events == [] and job.kind == "narrate"
+    assert job.data["unchanged"].startswith(f"Nothing changed: {reason}")
+    assert "day, dawn or night" in job.data["unchanged"]
+
+
+@pytest.mark.parametrize(
+    "prompt", ["turn left", "I walk to the door", "what is this place?", "tell me about the crystals", "I don't know"]
+)
+def test_an_action_or_a_question_goes_to_the_narrator_without_a_nothing_changed(prompt: str) -> None:
+    assert unchanged_reason(prompt) is None
 
 
 def offer_written(session_host: SessionHost, sequence: int) -> tuple[PlayerInput, list[WorkerToPlatform]]:

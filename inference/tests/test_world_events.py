@@ -18,6 +18,7 @@ def test_it_parses_each_kind_of_event() -> None:
     assert parse_event({"kind": "join", "name": "ana"}) == WorldEvent(kind="join", name="ana")
     assert parse_event({"kind": "move", "name": "ana", "action": 5}).action == 5
     assert parse_event({"kind": "leave", "name": "ana"}).name == "ana"
+    assert parse_event({"kind": "approach", "name": "Eve"}) == WorldEvent(kind="approach", name="Eve")
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,7 @@ def test_it_parses_each_kind_of_event() -> None:
         ({"kind": "spawn"}, "a 'spawn' event needs an 'object' among"),
         ({"kind": "spawn", "object": "dragon"}, "a 'spawn' event needs an 'object' among"),
         ({"kind": "spawn", "object": "tree", "color": [1, 2]}, r"color must be \[r, g, b\]"),
-        ({"kind": "join", "name": ""}, "needs a 'name' of 1..32 characters"),
+        ({"kind": "join", "name": ""}, "needs a 'name' of 1..150 characters"),
         ({"kind": "move", "name": "ana", "action": 64}, "needs an 'action' bitmask 0..63"),
     ],
 )

@@ -52,6 +52,10 @@ def test_a_spec_survives_its_dict_form() -> None:
         ({"objects": [{"kind": "tree", "x": 99, "y": 1}]}, r"objects\[0\].x must be a number strictly between"),
         ({"objects": [{"kind": "tree", "x": 1, "y": float("nan")}]}, r"objects\[0\].y must be a number"),
         ({"objects": [{"kind": "tree", "x": 1, "y": 1, "z": 0}]}, r"objects\[0\] has unknown keys: z"),
+        ({"characters": [{"name": ""}]}, r"characters\[0\].name must be 1..150 characters"),
+        ({"characters": [{"name": "Eve", "x": 2}]}, r"characters\[0\] needs both x and y"),
+        ({"characters": [{"name": "Eve", "mood": "calm"}]}, r"characters\[0\] has unknown keys: mood"),
+        ({"characters": [{"name": f"c{index}"} for index in range(9)]}, "characters must be a list of at most 8"),
     ],
 )
 def test_it_rejects_a_bad_spec_with_a_clear_message(spec: dict, message: str) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
 import random
+import zlib
 from dataclasses import replace
 
 import numpy as np
@@ -16,6 +19,7 @@ from inference.world.state import (
     DIRECTION_SIN,
     SNAPSHOT_MAGIC,
     Action,
+    Character,
     WorldState,
     action_from_keys,
     from_snapshot,
@@ -34,6 +38,7 @@ EVENT_CHOICES = [
     {"kind": "spawn", "object": "crystal"},
     {"kind": "join", "name": "ana"},
     {"kind": "move", "name": "ana", "action": 1 | 32},
+    {"kind": "approach", "name": "Eve"},
 ]
 
 
@@ -48,7 +53,7 @@ def random_inputs(seed: int, ticks: int) -> list[tuple[int, list[dict]]]:
 
 
 def world(seed: int = 1, size: int = 16) -> WorldState:
-    return initial_state(WorldSpec.from_dict({"seed": seed, "size": size}))
+    return initial_state(WorldSpec.from_dict({"seed": seed, "size": size, "characters": [{"name": "Eve"}]}))
 
 
 def test_the_map_comes_from_the_seed_alone() -> None:
@@ -184,3 +189,51 @@ def test_an_avatar_joins_walks_with_its_held_keys_and_leaves() -> None:
     assert state.avatars[0].color == (1, 2, 3)
     state = step(state, 0, [parse_event({"kind": "leave", "name": "ana"})])
     assert state.avatars == ()
+
+
+def distance(state: WorldState, character: Character) -> float:
+    return math.hypot(character.pose.x - state.pose.x, character.pose.y - state.pose.y) / CONFIG.position_scale
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_character_stands_ahead_of_the_player_facing_them_and_walks_over_when_spoken_to(seed: int) -> None:
+    state = world(seed=seed)
+    (eve,) = state.characters
+    assert not state.is_wall(eve.pose.x, eve.pose.y)
+    # In view: ahead of the player, within the field of view, and no farther than the configured distance.
+    heading_x, heading_y = DIRECTION_COS[state.pose.angle], DIRECTION_SIN[state.pose.angle]
+    ahead = ((eve.pose.x - state.pose.x) * heading_x + (eve.pose.y - state.pose.y) * heading_y) / 1024**2
+    assert 0.4 <= ahead <= CONFIG.character_distance / CONFIG.position_scale + 0.01
+    towards_player = (state.pose.x - eve.pose.x) * DIRECTION_COS[eve.pose.angle] + (
+        state.pose.y - eve.pose.y
+    ) * DIRECTION_SIN[eve.pose.angle]
+    assert towards_player > 0
+    # The player walks off, turns round and speaks: she comes over, within her budget of ticks.
+    for _ in range(40):
+        state = step(state, Action.BACK)
+    called = step(state, 0, [parse_event({"kind": "approach", "name": "Eve"})])
+    for _ in range(CONFIG.approach_max_ticks):
+        called = step(called, 0)
+    (eve_after,) = called.characters
+    # She stood on the line the player walked back along, so nothing is between them.
+    assert eve_after.approaching == 0
+    assert distance(called, eve_after) <= CONFIG.talking_distance / CONFIG.position_scale + 0.1
+
+
+def test_characters_are_placed_where_the_creator_put_them_and_kept_in_snapshots() -> None:
+    spec = WorldSpec.from_dict({"seed": 3, "size": 12, "characters": [{"name": "Odo", "x": 5.5, "y": 5.5}]})
+    state = initial_state(spec)
+    (odo,) = state.characters
+    assert not state.is_wall(odo.pose.x, odo.pose.y)
+    called = step(state, 0, [parse_event({"kind": "approach", "name": "Odo"})])
+    assert from_snapshot(to_snapshot(called)) == called
+    # A character the world does not hold is not called over.
+    assert step(state, 0, [parse_event({"kind": "approach", "name": "Nobody"})]).characters == state.characters
+
+
+def test_a_snapshot_from_before_worlds_held_characters_restores_without_them() -> None:
+    state = replace(world(), characters=())
+    document = json.loads(zlib.decompress(to_snapshot(state)[len(SNAPSHOT_MAGIC) + 1 :]))
+    del document["characters"]
+    older = SNAPSHOT_MAGIC + bytes([1]) + zlib.compress(json.dumps(document).encode())
+    assert from_snapshot(older) == state

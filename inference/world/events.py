@@ -17,6 +17,7 @@ immediate and persists in the world state, and so in every snapshot, until anoth
 | join | `{"kind": "join", "name": "ana", "color": [r, g, b]}` | a Live participant's avatar appears by the player |
 | move | `{"kind": "move", "name": "ana", "action": 5}` | the keys that participant holds, until the next move |
 | leave | `{"kind": "leave", "name": "ana"}` | the participant's avatar disappears |
+| approach | `{"kind": "approach", "name": "Eve"}` | the world's character walks up to the player and faces them |
 
 `color` is optional. An avatar walks every tick with the keys (an `Action` bitmask) of its latest `move`.
 Object kinds for `spawn` (and for a world spec's `objects`): tower, tree, lantern, crystal, creature.
@@ -33,7 +34,7 @@ from typing import Any
 TIME_OF_DAY_KINDS = ("day", "dawn", "night")
 WEATHER_KINDS = ("clear", "snow", "rain")
 OBJECT_KINDS = ("tower", "tree", "lantern", "crystal", "creature")
-EVENT_KINDS = ("night", "dawn", "day", "snow", "rain", "fog", "clear", "spawn", "join", "move", "leave")
+EVENT_KINDS = ("night", "dawn", "day", "snow", "rain", "fog", "clear", "spawn", "join", "move", "leave", "approach")
 
 # Default colours for objects spawned without one: what a reader would picture for each kind.
 OBJECT_DEFAULT_COLORS: dict[str, tuple[int, int, int]] = {
@@ -57,9 +58,11 @@ EVENT_NARRATIONS: dict[str, str] = {
     "join": "{name} joins you.",
     "move": "",
     "leave": "{name} leaves.",
+    "approach": "{name} comes over to you.",
 }
 AVATAR_DEFAULT_COLOR = (230, 120, 40)
-MAX_AVATAR_NAME_LENGTH = 32
+# A participant's username (Django allows 150 characters) or a character's name (the platform allows 100).
+MAX_NAME_LENGTH = 150
 # The six bits of `Action`; repeated here rather than imported so that this module stays a leaf.
 MAX_ACTION = 63
 
@@ -100,10 +103,8 @@ def parse_color(value: Any, *, field: str) -> Color:
 
 def _parse_name(event: dict[str, Any]) -> str:
     name = event.get("name")
-    if not isinstance(name, str) or not name or len(name) > MAX_AVATAR_NAME_LENGTH:
-        raise ValueError(
-            f"a {event['kind']!r} event needs a 'name' of 1..{MAX_AVATAR_NAME_LENGTH} characters, got {name!r}"
-        )
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"a {event['kind']!r} event needs a 'name' of 1..{MAX_NAME_LENGTH} characters, got {name!r}")
     return name
 
 
@@ -112,6 +113,7 @@ _FIELDS_BY_KIND: dict[str, set[str]] = {
     "join": {"kind", "name", "color"},
     "move": {"kind", "name", "action"},
     "leave": {"kind", "name"},
+    "approach": {"kind", "name"},
 }
 
 
@@ -139,6 +141,6 @@ def parse_event(event: dict[str, Any]) -> WorldEvent:
         if not isinstance(action, int) or isinstance(action, bool) or not 0 <= action <= MAX_ACTION:
             raise ValueError(f"a 'move' event needs an 'action' bitmask 0..{MAX_ACTION}, got {action!r}")
         return WorldEvent(kind=kind, name=_parse_name(event), action=action)
-    if kind == "leave":
+    if kind in ("leave", "approach"):
         return WorldEvent(kind=kind, name=_parse_name(event))
     return WorldEvent(kind=kind)

@@ -177,13 +177,16 @@ def _cast(state: WorldState, width: int) -> _Rays:
 
 
 def _billboards(state: WorldState, width: int, focal: float) -> list[_Billboard]:
-    """Objects and avatars in front of the camera, projected onto `width` columns, far to near."""
+    """Objects, avatars and characters in front of the camera, projected onto `width` columns, far to near.
+
+    A character is drawn as a person, like a Live participant's avatar: the world model learned that shape."""
     x, y = state.pose.cell_position
     angle = state.pose.radians
     plane_length = math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
     scale = SIMULATOR_CONFIG.position_scale
     sprites = [(item.kind, item.x / scale, item.y / scale, item.color) for item in state.objects]
     sprites += [("avatar", a.pose.x / scale, a.pose.y / scale, a.color) for a in state.avatars]
+    sprites += [("avatar", c.pose.x / scale, c.pose.y / scale, c.color) for c in state.characters]
     placed = []
     for kind, sprite_x, sprite_y, color in sprites:
         relative_x, relative_y = sprite_x - x, sprite_y - y

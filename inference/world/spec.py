@@ -7,10 +7,12 @@ on for anything else: unknown keys, values of the wrong type, out of range, or n
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from inference.world.events import (
+    MAX_NAME_LENGTH,
     OBJECT_DEFAULT_COLORS,
     OBJECT_KINDS,
     TIME_OF_DAY_KINDS,
@@ -33,6 +35,8 @@ class SpecConfig:
     max_palette: int = 8
     # Creator objects are capped well below the simulator's MAX_OBJECTS so that events always have room.
     max_creator_objects: int = 32
+    # The characters of a world stand in it; more than a handful would crowd the first room.
+    max_characters: int = 8
     default_palette: tuple[Color, ...] = ((150, 75, 60), (120, 120, 130), (140, 105, 70), (90, 110, 120))
     default_sky: Color = (110, 160, 220)  # a plain daytime blue
     default_floor: Color = (90, 85, 75)  # a neutral stone that any palette sits on
@@ -40,7 +44,11 @@ class SpecConfig:
 
 CONFIG = SpecConfig()
 
-_KEYS = ("seed", "size", "palette", "sky", "floor", "time_of_day", "weather", "fog", "objects")
+_KEYS = ("seed", "size", "palette", "sky", "floor", "time_of_day", "weather", "fog", "objects", "characters")
+# Clothes for characters whose creator chose no colour, picked by name: distinct from one another and from walls.
+CHARACTER_COLORS: tuple[Color, ...] = (
+    (170, 60, 50), (50, 90, 160), (60, 130, 80), (150, 110, 40), (110, 60, 140), (40, 120, 130),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,17 @@ class SpecObject:
     x: float
     y: float
     color: Color
+
+
+@dataclass(frozen=True)
+class SpecCharacter:
+    """A character standing in the world: where the creator put them (cell units), or None for in front of the
+    player where they arrive."""
+
+    name: str
+    color: Color
+    x: float | None = None
+    y: float | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +85,7 @@ class WorldSpec:
     weather: str = "clear"
     fog: bool = False
     objects: tuple[SpecObject, ...] = ()
+    characters: tuple[SpecCharacter, ...] = ()
 
     @classmethod
     def from_dict(cls, spec: dict[str, Any]) -> WorldSpec:
@@ -96,6 +116,9 @@ class WorldSpec:
         objects = spec.get("objects", [])
         if not isinstance(objects, (list, tuple)) or len(objects) > CONFIG.max_creator_objects:
             raise ValueError(f"objects must be a list of at most {CONFIG.max_creator_objects}, got {objects!r}")
+        characters = spec.get("characters", [])
+        if not isinstance(characters, (list, tuple)) or len(characters) > CONFIG.max_characters:
+            raise ValueError(f"characters must be a list of at most {CONFIG.max_characters}, got {characters!r}")
         return cls(
             seed=seed,
             size=size,
@@ -106,6 +129,7 @@ class WorldSpec:
             weather=weather,
             fog=fog,
             objects=tuple(_parse_object(item, index, size) for index, item in enumerate(objects)),
+            characters=tuple(_parse_character(item, index, size) for index, item in enumerate(characters)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -122,12 +146,47 @@ class WorldSpec:
             "objects": [
                 {"kind": item.kind, "x": item.x, "y": item.y, "color": list(item.color)} for item in self.objects
             ],
+            "characters": [
+                {"name": item.name, "color": list(item.color)}
+                | ({"x": item.x, "y": item.y} if item.x is not None and item.y is not None else {})
+                for item in self.characters
+            ],
         }
 
 
 def _is_int(value: Any) -> bool:
     # bool is an int subclass; `"size": true` is a mistake, not 1.
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _coordinates(item: dict[str, Any], field: str, size: int) -> tuple[float, float]:
+    coordinates = []
+    for axis in ("x", "y"):
+        value = item.get(axis)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < size:
+            raise ValueError(f"{field}.{axis} must be a number strictly between 0 and size ({size}), got {value!r}")
+        coordinates.append(float(value))
+    return coordinates[0], coordinates[1]
+
+
+def _parse_character(item: Any, index: int, size: int) -> SpecCharacter:
+    field = f"characters[{index}]"
+    if not isinstance(item, dict):
+        raise ValueError(f"{field} must be a dict with a name, got {item!r}")
+    unknown = sorted(set(item) - {"name", "x", "y", "color"})
+    if unknown:
+        raise ValueError(f"{field} has unknown keys: {', '.join(unknown)}")
+    name = item.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"{field}.name must be 1..{MAX_NAME_LENGTH} characters, got {name!r}")
+    if ("x" in item) != ("y" in item):
+        raise ValueError(f"{field} needs both x and y, or neither (then the character stands before the player)")
+    x, y = _coordinates(item, field, size) if "x" in item else (None, None)
+    if "color" in item:
+        color = parse_color(item["color"], field=f"{field}.color")
+    else:
+        color = CHARACTER_COLORS[zlib.crc32(name.encode()) % len(CHARACTER_COLORS)]
+    return SpecCharacter(name=name, color=color, x=x, y=y)
 
 
 def _parse_object(item: Any, index: int, size: int) -> SpecObject:
@@ -140,11 +199,6 @@ def _parse_object(item: Any, index: int, size: int) -> SpecObject:
     kind = item.get("kind")
     if kind not in OBJECT_KINDS:
         raise ValueError(f"{field}.kind must be one of {', '.join(OBJECT_KINDS)}, got {kind!r}")
-    coordinates = []
-    for axis in ("x", "y"):
-        value = item.get(axis)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < size:
-            raise ValueError(f"{field}.{axis} must be a number strictly between 0 and size ({size}), got {value!r}")
-        coordinates.append(float(value))
+    x, y = _coordinates(item, field, size)
     color = parse_color(item["color"], field=f"{field}.color") if "color" in item else OBJECT_DEFAULT_COLORS[kind]
-    return SpecObject(kind=kind, x=coordinates[0], y=coordinates[1], color=color)
+    return SpecObject(kind=kind, x=x, y=y, color=color)

@@ -44,6 +44,11 @@ class SimulatorConfig:
     max_avatars: int = 64  # joins beyond this are ignored: a Live world shows at most this many avatars
     spawn_max_distance: int = 3072  # units (3 cells): "ahead" means in view, not behind the next wall
     spawn_wall_clearance: int = 384  # units (0.375 cell): a spawned object stands clear of the wall behind it
+    # A world's characters first stand this far ahead of the player, in view; spoken to, they walk over to
+    # talking distance for at most `approach_max_ticks` (3 s at 20 fps), so a wall between them ends the walk.
+    character_distance: int = 2048  # units (2 cells)
+    talking_distance: int = 1280  # units (1.25 cells)
+    approach_max_ticks: int = 60
     room_area_per_room: int = 100  # cells of map per carved room: a 16x16 map gets 2, the rest is maze
     loop_fraction: float = 0.1  # of inner walls knocked down, so that paths loop instead of dead-ending
 
@@ -133,6 +138,16 @@ class Avatar:
 
 
 @dataclass(frozen=True)
+class Character:
+    """One of the world's characters, standing in it; `approaching` counts the ticks left of a walk to the player."""
+
+    name: str
+    pose: Pose
+    color: Color
+    approaching: int = 0
+
+
+@dataclass(frozen=True)
 class WorldState:
     """The whole, explicit state of a session at one tick."""
 
@@ -147,6 +162,7 @@ class WorldState:
     fog: bool
     objects: tuple[WorldObject, ...]
     avatars: tuple[Avatar, ...]
+    characters: tuple[Character, ...] = ()
 
     def grid(self) -> np.ndarray:
         """The map as a read-only uint8 array of shape (size, size), indexed [y, x]."""
@@ -243,7 +259,61 @@ def initial_state(spec: WorldSpec) -> WorldState:
     for item in spec.objects:
         x, y = _nearest_open_point(state, int(item.x * scale), int(item.y * scale))
         objects.append(WorldObject(kind=item.kind, x=x, y=y, color=item.color, spawned=False))
-    return replace(state, pose=replace(state.pose, angle=best_angle), objects=tuple(objects))
+    state = replace(state, pose=replace(state.pose, angle=best_angle), objects=tuple(objects))
+    return replace(state, characters=_characters_placed(state, spec))
+
+
+def _characters_placed(state: WorldState, spec: WorldSpec) -> tuple[Character, ...]:
+    """The spec's characters where the creator put them, or side by side ahead of the player, facing them."""
+    scale = CONFIG.position_scale
+    pose = state.pose
+    unplaced = [item for item in spec.characters if item.x is None or item.y is None]
+    characters = []
+    for item in spec.characters:
+        if item.x is not None and item.y is not None:
+            x, y = _nearest_open_point(state, int(item.x * scale), int(item.y * scale))
+        else:
+            # Half a cell apart across the view, centred on the heading; on the heading itself where that is walled.
+            across = int((unplaced.index(item) - (len(unplaced) - 1) / 2) * scale / 2)
+            x, y = _standing_point_ahead(state, across) or _standing_point_ahead(state, 0) or (pose.x, pose.y)
+        facing = _angle_towards(x, y, pose.x, pose.y)
+        characters.append(Character(name=item.name, pose=Pose(x, y, facing), color=item.color))
+    return tuple(characters)
+
+
+def _standing_point_ahead(state: WorldState, across: int) -> tuple[int, int] | None:
+    """The farthest point up to `character_distance` ahead (shifted `across` units to the right) that someone
+    can stand on and walk from, with open floor all the way from the player; None if there is none."""
+    pose, scale = state.pose, CONFIG.position_scale
+    cos, sin = DIRECTION_COS[pose.angle], DIRECTION_SIN[pose.angle]
+    found = None
+    for ahead in range(scale // 2, CONFIG.character_distance + 1, scale // 8):
+        x = pose.x + (cos * ahead - sin * across) // scale
+        y = pose.y + (sin * ahead + cos * across) // scale
+        if not _fits(state, x, y):
+            break
+        found = (x, y)
+    return found
+
+
+def _angle_towards(from_x: int, from_y: int, to_x: int, to_y: int) -> int:
+    """The angle step that points most nearly from one point to another, from the integer tables alone (a float
+    atan2 could round differently on another machine and a replay would diverge)."""
+    delta_x, delta_y = to_x - from_x, to_y - from_y
+    return max(
+        range(CONFIG.angle_steps), key=lambda step: DIRECTION_COS[step] * delta_x + DIRECTION_SIN[step] * delta_y
+    )
+
+
+def _character_walked(state: WorldState, character: Character) -> Character:
+    """A character approaching the player takes one step towards them, until at talking distance."""
+    if not character.approaching:
+        return character
+    pose, player = character.pose, state.pose
+    if (player.x - pose.x) ** 2 + (player.y - pose.y) ** 2 <= CONFIG.talking_distance**2:
+        return replace(character, approaching=0)
+    facing = replace(pose, angle=_angle_towards(pose.x, pose.y, player.x, player.y))
+    return replace(character, pose=_move(state, facing, Action.FORWARD), approaching=character.approaching - 1)
 
 
 def step(state: WorldState, action: int, events: Sequence[WorldEvent] = ()) -> WorldState:
@@ -251,7 +321,10 @@ def step(state: WorldState, action: int, events: Sequence[WorldEvent] = ()) -> W
     for event in events:
         state = apply_event(state, event)
     avatars = tuple(replace(avatar, pose=_move(state, avatar.pose, avatar.held)) for avatar in state.avatars)
-    return replace(state, tick=state.tick + 1, pose=_move(state, state.pose, action), avatars=avatars)
+    characters = tuple(_character_walked(state, character) for character in state.characters)
+    return replace(
+        state, tick=state.tick + 1, pose=_move(state, state.pose, action), avatars=avatars, characters=characters
+    )
 
 
 def replay(state: WorldState, inputs: Iterable[tuple[int, Sequence[dict[str, Any]]]]) -> WorldState:
@@ -281,6 +354,12 @@ def apply_event(state: WorldState, event: WorldEvent) -> WorldState:
             del objects[oldest_spawned]
         objects.append(WorldObject(kind=event.object, x=x, y=y, color=color, spawned=True))
         return replace(state, objects=tuple(objects))
+    if event.kind == "approach":
+        characters = tuple(
+            replace(character, approaching=CONFIG.approach_max_ticks) if character.name == event.name else character
+            for character in state.characters
+        )
+        return replace(state, characters=characters)
     avatars = {avatar.name: avatar for avatar in state.avatars}
     if event.kind == "join":
         assert event.name is not None
@@ -409,6 +488,16 @@ def from_snapshot(snapshot: bytes) -> WorldState:
                     held=avatar["held"],
                 )
                 for avatar in document["avatars"]
+            ),
+            # Snapshots taken before worlds held characters have none.
+            characters=tuple(
+                Character(
+                    name=character["name"],
+                    pose=Pose(**character["pose"]),
+                    color=tuple(character["color"]),
+                    approaching=character["approaching"],
+                )
+                for character in document.get("characters", [])
             ),
         )
     except (zlib.error, ValueError, KeyError, TypeError) as error:

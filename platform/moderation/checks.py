@@ -150,7 +150,7 @@ def preview_check(version: WorldVersion) -> Outcome:
         problems.append("a work in Characters has no character to greet players")
     image = None
     try:
-        image = preview_jpeg(published.world.engine_parameters, *PREVIEW_SIZE)
+        image = preview_jpeg(published.engine_spec, *PREVIEW_SIZE)
     except ValueError as error:
         problems.append(f"the engine could not draw a first frame: {error}")
     if problems:

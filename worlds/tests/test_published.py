@@ -69,3 +69,14 @@ def test_fields_a_hand_written_document_leaves_out_read_as_the_models_defaults()
         "",
         (),
     )
+
+
+def test_every_character_of_a_world_stands_in_the_spec_its_engine_draws() -> None:
+    document = json.loads((DEMO_CONTENT / "dark-lighthouse.json").read_text())
+    document["characters"].append({"name": "Tomas", "greeting": "Ahoy."})
+    spec = PublishedWorld.of(document).engine_spec
+    # Eve keeps the coat the creator gave her; Tomas, not placed, stands wherever the engine puts him.
+    assert spec["characters"] == [{"name": "Eve", "color": [214, 168, 58]}, {"name": "Tomas"}]
+    assert {key: value for key, value in spec.items() if key != "characters"} == {
+        key: value for key, value in document["world"]["engine_parameters"].items() if key != "characters"
+    }
