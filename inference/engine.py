@@ -8,13 +8,12 @@ process is the only bridge (the split nanochat keeps in `nanochat/engine.py`).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import io
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Container
 from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -45,19 +44,43 @@ class Frame:
     position: tuple[float, float] = (0.0, 0.0)
 
 
+class Availability(NamedTuple):
+    """Whether an engine can run in this process, and if not, why (a sentence for the operator)."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass(frozen=True)
+class EngineFacts:
+    """What an engine needs and what it streams: the worker announces these with the engine's name."""
+
+    device: str  # "cpu": runs anywhere; "cuda": needs a GPU
+    width: int  # of the frames it sends, in pixels
+    height: int
+    frames_per_second: int  # the rate it is stepped at
+    codec: str = "jpeg"  # how each frame is encoded
+    weights: str = ""  # where its weights come from (a file or a folder the studio names); empty: it has none
+
+
 class WorldEngine(ABC):
     """A world engine; one instance serves many sessions and is driven from a single thread.
 
     Engines are built with keyword options only, and every engine accepts `device` (a torch device name such
     as "cpu" or "cuda:1"), so the worker builds any of them the same way: `create_engine(name, device=...)`.
+    An engine is found by the entry point it registers in the group `worldloom.engines` (see pyproject.toml).
     """
 
     name: ClassVar[str]
+    facts: ClassVar[EngineFacts]
 
     @classmethod
-    def available(cls) -> bool:
-        """Whether this process can build the engine with its defaults (a model engine needs its checkpoint)."""
-        return True
+    def available(cls) -> Availability:
+        """Whether this process can build the engine with its defaults, and why not (missing weights, no GPU)."""
+        return Availability(True)
 
     @abstractmethod
     def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None, *, session: str | None = None) -> str:
@@ -156,6 +179,7 @@ class RaycastEngine(WorldEngine):
     """
 
     name = "raycaster"
+    facts = EngineFacts(device="cpu", width=CONFIG.width, height=CONFIG.height, frames_per_second=20)
 
     def __init__(
         self,
@@ -194,30 +218,50 @@ class RaycastEngine(WorldEngine):
         self._sessions.pop(session, None)
 
 
-_ENGINES: dict[str, type[WorldEngine]] = {RaycastEngine.name: RaycastEngine}
-# Engines that need torch, by name: "module:class", imported on first use, so that the worker and the platform
-# import torch only where a neural engine can run.
-_TORCH_ENGINES = {"worldmodel": "inference.world_model_engine:WorldModelEngine"}
+ENGINE_GROUP = "worldloom.engines"
 
 
-def _engine_class(name: str) -> type[WorldEngine] | None:
-    if name in _ENGINES:
-        return _ENGINES[name]
-    if name not in _TORCH_ENGINES or importlib.util.find_spec("torch") is None:
-        return None
-    module, class_name = _TORCH_ENGINES[name].split(":")
-    return getattr(importlib.import_module(module), class_name)
+def _registered() -> dict[str, EntryPoint]:
+    """Every engine installed in this environment, by name: ours and any package's, through the entry-point group
+    `worldloom.engines` (a studio `pip install`s its engine on its workers; nothing here names it)."""
+    return {entry.name: entry for entry in entry_points(group=ENGINE_GROUP)}
+
+
+def _engine_class(name: str) -> type[WorldEngine] | str:
+    """The engine class registered as `name`, or why it cannot be had (not installed; its import failed).
+
+    Loading imports the engine's module only now: the platform and the worker import torch, or a studio's
+    model library, only for an engine that is asked for."""
+    entry = _registered().get(name)
+    if entry is None:
+        return f"no engine {name!r} is installed"
+    try:
+        loaded = entry.load()
+    except Exception as error:  # a plugin's import can fail in any way; it must not take the others down
+        return f"engine {name!r} could not be imported: {error}"
+    if not (isinstance(loaded, type) and issubclass(loaded, WorldEngine)):
+        return f"engine {name!r} ({entry.value}) is not a WorldEngine"
+    return loaded
+
+
+def engine_availability() -> dict[str, Availability]:
+    """Every installed engine by name, with whether this process can serve it and, if not, why."""
+    found = {}
+    for name in sorted(_registered()):
+        engine_class = _engine_class(name)
+        found[name] = engine_class.available() if isinstance(engine_class, type) else Availability(False, engine_class)
+    return found
 
 
 def available_engines() -> dict[str, type[WorldEngine]]:
     """Engines this process can serve with their defaults, by name.
 
-    An engine whose checkpoint is missing is left out: the worker announces only what it can run.
+    An engine whose weights or device are missing is left out: the worker announces only what it can run.
     """
     engines = {}
-    for name in [*_ENGINES, *_TORCH_ENGINES]:
+    for name, availability in engine_availability().items():
         engine_class = _engine_class(name)
-        if engine_class is not None and engine_class.available():
+        if availability and isinstance(engine_class, type):
             engines[name] = engine_class
     return engines
 
@@ -225,6 +269,6 @@ def available_engines() -> dict[str, type[WorldEngine]]:
 def create_engine(name: str, **options: Any) -> WorldEngine:
     """Build the engine called `name` with its keyword options (a model engine may be given its checkpoint)."""
     engine_class = _engine_class(name)
-    if engine_class is None:
+    if not isinstance(engine_class, type):
         raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(available_engines()))}")
     return engine_class(**options)

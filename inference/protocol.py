@@ -223,12 +223,25 @@ class SessionRecalled(Message, tag="session.recalled", kw_only=True, frozen=True
 # Worker → platform
 
 
+class EngineAnnouncement(msgspec.Struct, kw_only=True, frozen=True):
+    """What a worker's engine needs and streams (inference.engine.EngineFacts), as the worker announces it."""
+
+    device: Name
+    width: Annotated[int, msgspec.Meta(ge=1, le=8192)]
+    height: Annotated[int, msgspec.Meta(ge=1, le=8192)]
+    frames_per_second: Annotated[int, msgspec.Meta(ge=1, le=240)]
+    codec: Name
+    weights: Text = ""
+
+
 class WorkerHello(Message, tag="worker.hello", kw_only=True, frozen=True):
     protocol: int = PROTOCOL_VERSION
     engines: list[Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME_LENGTH)]]
     slots: Slots
     free_slots: Slots
     device: Name = ""
+    # By engine name; an engine without an entry (a conversation, an older worker) announced no facts.
+    engine_facts: dict[Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_NAME_LENGTH)], EngineAnnouncement] = {}
 
     def __post_init__(self) -> None:
         if self.protocol != PROTOCOL_VERSION:

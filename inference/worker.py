@@ -266,6 +266,10 @@ class InferenceWorker:
             slots=self.config.slots,
             free_slots=self.free_slots,
             device=self.config.device,
+            engine_facts={
+                name: msgspec.convert(engine.facts, protocol.EngineAnnouncement, from_attributes=True)
+                for name, engine in self.engines.items()
+            },
         )
         await connection.send(protocol.encode(hello))
         self.connection, self.loop = connection, asyncio.get_running_loop()

@@ -27,7 +27,16 @@ import numpy as np
 import torch
 from PIL import Image
 
-from inference.engine import Frame, StepRequest, WorldEngine, encode_jpeg, parse_batch, world_and_state
+from inference.engine import (
+    Availability,
+    EngineFacts,
+    Frame,
+    StepRequest,
+    WorldEngine,
+    encode_jpeg,
+    parse_batch,
+    world_and_state,
+)
 from inference.world.conditioning import conditioning
 from inference.world.model import DEFAULT_CHECKPOINT, KeyValueCache, WorldModel, load_world_model
 from inference.world.renderer import render
@@ -90,9 +99,17 @@ class WorldModelEngine(WorldEngine):
         self.width, self.height, self.jpeg_quality = width, height, jpeg_quality
         self._sessions: dict[str, _ModelSession] = {}
 
+    facts = EngineFacts(
+        device="cpu", width=CONFIG.width, height=CONFIG.height, frames_per_second=20, weights=str(CONFIG.checkpoint)
+    )
+
     @classmethod
-    def available(cls) -> bool:
-        return CONFIG.checkpoint.exists()
+    def available(cls) -> Availability:
+        if not CONFIG.checkpoint.exists():
+            return Availability(
+                False, f"its checkpoint {CONFIG.checkpoint} is missing (python -m inference.world.train)"
+            )
+        return Availability(True)
 
     @torch.inference_mode()
     def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None, *, session: str | None = None) -> str:

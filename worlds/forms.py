@@ -21,12 +21,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts.models import User
-from inference.engine import available_engines
 from inference.language.embedding import Embedder
 from inference.narrative.hooks import Branch, BranchClassifier, BranchDecision
 from inference.world.events import OBJECT_KINDS, TIME_OF_DAY_KINDS, WEATHER_KINDS
 from inference.world.spec import CONFIG as SPEC_CONFIG
 from inference.world.spec import WorldSpec
+from workers.selectors import engines_offered
 from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Clue, Hook, HookBranch, HookTrigger, Lorebook, LoreEntry, World
 from worlds.selectors import characters_owned
@@ -196,7 +196,7 @@ PALETTE_NAMES = tuple(f"palette_{number}" for number in range(1, SPEC_CONFIG.max
 
 
 def engine_choices() -> list[tuple[str, str]]:
-    return [(name, name) for name in sorted(available_engines())]
+    return [(name, name) for name in engines_offered()]
 
 
 def kind_choices(kinds: Iterable[str]) -> list[tuple[str, str]]:

@@ -10,8 +10,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from inference.engine import available_engines
 from inference.world import WorldSpec, parse_event
+from workers.selectors import engines_offered
 
 MAX_LIST_ITEMS = 100
 MAX_ITEM_LENGTH = 500
@@ -19,9 +19,9 @@ MAX_ITEM_LENGTH = 500
 
 def engine_clean(engine: str, parameters: dict[str, Any]) -> None:
     """The engine exists, and its parameters form a valid world spec (every engine takes one)."""
-    engines = available_engines()
+    engines = engines_offered()
     if engine not in engines:
-        raise ValidationError({"engine": f"unknown engine {engine!r}; available: {', '.join(sorted(engines))}"})
+        raise ValidationError({"engine": f"unknown engine {engine!r}; available: {', '.join(engines)}"})
     try:
         WorldSpec.from_dict(parameters)
     except ValueError as error:

@@ -289,6 +289,9 @@ CONTENT_SECURITY_POLICY = {
 # Inference workers: how often they heartbeat, and after how many missed beats they count as gone.
 WORKER_HEARTBEAT_SECONDS = env.int("WORKER_HEARTBEAT_SECONDS", default=5)
 WORKER_STALE_AFTER_SECONDS = WORKER_HEARTBEAT_SECONDS * 3
+# Engines the studio offers though no worker serving them is connected right now (comma-separated names); empty:
+# the engines this process can build. Engines of connected workers are offered either way.
+WORLDLOOM_ENGINES = env.list("WORLDLOOM_ENGINES", default=[])
 # How long a session nobody watches keeps its worker slot: long enough to ride out a reload or a blip.
 PLAY_PARK_AFTER_SECONDS = env.float("PLAY_PARK_AFTER_SECONDS", default=30.0)
 # The in-process worker's language model (see inference.worker.WorkerConfig.language_model).

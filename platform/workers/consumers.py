@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from django.conf import settings
 
 from common.concurrency import DatabaseCallConsumer, database_call
@@ -95,6 +96,7 @@ class WorkerEndpoint(DatabaseCallConsumer):
             slots=hello.slots,
             free_slots=hello.free_slots,
             device=hello.device,
+            engine_facts=msgspec.to_builtins(hello.engine_facts),
         )
         await self.worker_ready()
 

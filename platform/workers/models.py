@@ -14,6 +14,8 @@ class WorkerNode(models.Model):
     # After this the token is refused at the handshake; a worker already connected keeps its connection.
     token_expires_at = models.DateTimeField()
     engines = models.JSONField(default=list, blank=True)
+    # By engine: what it needs and streams (device, frame size and rate, codec, weights), as announced.
+    engine_facts = models.JSONField(default=dict, blank=True)
     slots = models.PositiveIntegerField(default=0)
     free_slots = models.PositiveIntegerField(default=0)
     device = models.CharField(max_length=100, blank=True)

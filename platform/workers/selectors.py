@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
+from inference.engine import available_engines
+from inference.play.host import CONVERSATION
 from workers.models import WorkerNode
 
 
@@ -26,3 +28,12 @@ def workers_summary() -> dict[str, object]:
         "free_slots": totals["free_slots"] or 0,
         "engines": sorted({engine for engines in connected.values_list("engines", flat=True) for engine in engines}),
     }
+
+
+def engines_offered() -> list[str]:
+    """The engines a creator may pick: those some connected worker serves, and those the operator configured
+    (WORLDLOOM_ENGINES: workers not connected at this moment, a GPU fleet scaled to zero) or, when none are
+    configured, those this process can build, which an embedded or same-machine worker serves."""
+    connected = {engine for engines in workers_connected().values_list("engines", flat=True) for engine in engines}
+    configured = set(settings.WORLDLOOM_ENGINES or available_engines())
+    return sorted((connected | configured) - {CONVERSATION})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -48,10 +49,23 @@ def worker_connect(*, worker: WorkerNode, channel_name: str) -> None:
 
 
 @transaction.atomic
-def worker_announce(*, worker: WorkerNode, engines: list[str], slots: int, free_slots: int, device: str) -> None:
+def worker_announce(
+    *,
+    worker: WorkerNode,
+    engines: list[str],
+    slots: int,
+    free_slots: int,
+    device: str,
+    engine_facts: dict[str, dict[str, Any]] | None = None,
+) -> None:
     """Record what a worker said it can run, as it says so in its hello."""
     WorkerNode.objects.filter(pk=worker.pk).update(
-        engines=engines, slots=slots, free_slots=free_slots, device=device, last_heartbeat_at=timezone.now()
+        engines=engines,
+        engine_facts=engine_facts or {},
+        slots=slots,
+        free_slots=free_slots,
+        device=device,
+        last_heartbeat_at=timezone.now(),
     )
 
 
