@@ -234,11 +234,15 @@ def mail_folder(tmp_path: Path) -> Path:
     return tmp_path / "mail"
 
 
+def mail_to_folder(folder: Path) -> dict[str, str]:
+    """The environment that makes a platform process write its e-mail into `folder`."""
+    return {"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend", "EMAIL_FILE_PATH": str(folder)}
+
+
 @pytest.fixture
 def live_platform(transactional_db: None, mail_folder: Path) -> Iterator[LivePlatform]:
     """The platform served by a real daphne with its in-process inference worker, on the test database."""
-    mail = {"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend", "EMAIL_FILE_PATH": str(mail_folder)}
-    platform = start_platform("--in-process-worker", environment=platform_environment(**mail))
+    platform = start_platform("--in-process-worker", environment=platform_environment(**mail_to_folder(mail_folder)))
     yield platform
     platform.stop()
 
