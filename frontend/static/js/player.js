@@ -38,7 +38,7 @@
   let queue = null; // while queued: { place, reason } or { place, until } (when the estimate runs out)
   let framesDrawn = 0;
   let framesSeen = 0;
-  let framesPerSecond = 0;
+  let framesPerSecond = null; // null until a second with frames was counted (none yet: not a stall)
   let latency = null;
   let backoff = 500;
   let drawing = false;
@@ -79,7 +79,8 @@
       return left > 0 ? `· about ${left < 90 ? `${left} s` : `${Math.round(left / 60)} min`} left` : "· any moment now";
     }
     if (state !== states.running || !canvas) return ""; // a conversation draws no frames
-    return `· ${framesPerSecond} fps${latency === null ? "" : ` · ${Math.round(latency)} ms`}`;
+    const rate = framesPerSecond === null ? "" : `· ${framesPerSecond} fps`;
+    return `${rate}${latency === null ? "" : ` · ${Math.round(latency)} ms`}`;
   }
 
   function showStatus() {
@@ -90,7 +91,11 @@
     // Until the first picture, or when there is none to show, the status stands in the middle of the stage.
     root.classList.toggle("player-waiting", state !== states.running || (canvas !== null && !framesDrawn));
   }
-  setInterval(() => { framesPerSecond = framesSeen; framesSeen = 0; showStatus(); }, 1000);
+  setInterval(() => {
+    if (framesSeen > 0 || framesPerSecond !== null) framesPerSecond = framesSeen;
+    framesSeen = 0;
+    showStatus();
+  }, 1000);
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
@@ -98,6 +103,7 @@
     socket.binaryType = "arraybuffer";
     socket.addEventListener("open", () => {
       backoff = 500;
+      framesPerSecond = null; // a new connection: its rate is counted afresh
       for (const message of unconfirmed.values()) socket.send(JSON.stringify(message));
     });
     socket.addEventListener("message", (event) => {
