@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         print("nothing registered yet")
         return
     RESULTS.mkdir(exist_ok=True)
+    failed = []
     for name in chosen:
         started = time.perf_counter()
         try:
@@ -62,8 +65,14 @@ def main(argv: list[str] | None = None) -> None:
         except Skipped as reason:
             print(f"{name}  skipped: {reason}")
             continue
+        except Exception:  # one benchmark's failure must not hide the figures of the others
+            print(f"{name}  FAILED:\n{traceback.format_exc()}")
+            failed.append(name)
+            continue
         (RESULTS / f"{name}.json").write_text(json.dumps(figures, indent=2) + "\n")
         print(table(name, figures, time.perf_counter() - started))
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
 
 
 def table(name: str, figures: dict[str, float], seconds: float) -> str:

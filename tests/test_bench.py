@@ -6,8 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+import bench
+from bench import __main__ as bench_main
 
 from tests.fixtures import ROOT
 
@@ -72,6 +76,27 @@ def test_an_unknown_benchmark_name_is_refused_with_the_known_ones() -> None:
     )
     assert result.returncode == 2
     assert "raycaster_bench" in result.stderr
+
+
+def test_a_failing_benchmark_is_reported_and_the_others_still_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(quick: bool) -> dict[str, float]:
+        raise RuntimeError("the platform did not start within 60 s")
+
+    def skipped(quick: bool) -> dict[str, float]:
+        raise bench.Skipped("needs DATABASE_URL")
+
+    monkeypatch.setattr(
+        bench_main, "BENCHMARKS", {"broken": broken, "skipped": skipped, "working": lambda quick: {"figure": 1.0}}
+    )
+    monkeypatch.setattr(bench_main, "RESULTS", tmp_path)
+    with pytest.raises(SystemExit, match="failed: broken"):
+        bench_main.main(["--quick"])
+    printed = capsys.readouterr().out
+    assert "broken  FAILED" in printed and "the platform did not start within 60 s" in printed
+    assert "skipped  skipped: needs DATABASE_URL" in printed
+    assert json.loads((tmp_path / "working.json").read_text()) == {"figure": 1.0}
 
 
 @pytest.mark.slow
