@@ -12,7 +12,6 @@ import pytest
 
 import bench
 from bench import __main__ as bench_main
-
 from tests.fixtures import ROOT
 
 
