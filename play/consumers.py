@@ -25,7 +25,7 @@ from django.db import DatabaseError
 
 from accounts.services import user_group
 from common.concurrency import DatabaseCallConsumer, database_call
-from play import protocol, services
+from play import metrics, protocol, services
 from play.models import PlaySession, SessionStatus
 from play.selectors import live_text_refusal, session_role
 
@@ -38,6 +38,8 @@ INPUT_BURST = 60
 # Inputs accepted by the rate limit but not yet logged: a burst's worth (a page resends all it has unconfirmed
 # after a reconnect), and no more however slow the database is.
 INPUTS_WAITING = INPUT_BURST
+# Accepted inputs timed until a frame applies them, per browser: a burst's worth and then some.
+INPUTS_TIMED = 64
 
 
 PARKING: set[asyncio.Task[None]] = set()
@@ -95,6 +97,10 @@ class PlayConsumer(DatabaseCallConsumer):
         self.group = services.session_group(self.session.pk)
         self.sent_frame = self.acked_frame = 0
         self.waiting_frame: bytes | None = None
+        # For the operators' latency figures: when each logged input and words to a character were accepted.
+        self.accepted_at: dict[int, float] = {}
+        self.spoken_at: float | None = None
+        self.frame_received_at: float | None = None
         self.inputs = InputBucket(time.monotonic)
         self.inputs_waiting: asyncio.Queue[protocol.BrowserInput] = asyncio.Queue(maxsize=INPUTS_WAITING)
         self.inputs_logger = asyncio.create_task(self.inputs_log())
@@ -145,6 +151,7 @@ class PlayConsumer(DatabaseCallConsumer):
             await self.send_message(protocol.Error(error=spectating, seq=message.seq))
             return
         if not self.inputs.take():
+            metrics.INPUTS_REFUSED.inc()
             await self.send_message(protocol.Error(error="too many inputs; slow down", seq=message.seq))
             return
         try:
@@ -200,7 +207,19 @@ class PlayConsumer(DatabaseCallConsumer):
         except services.WorkerBusy as busy:
             await self.send_message(protocol.Error(error=str(busy), seq=message.seq))
             return
+        if new:
+            self.accepted(event.sequence, payload)
         await self.send_message(protocol.Accepted(seq=message.seq, sequence=event.sequence, duplicate=not new))
+
+    def accepted(self, sequence: int, payload: dict[str, Any]) -> None:
+        """Note when an input was accepted; the oldest notes go when too many wait (a frame applies inputs in
+        order, so an old one's frame came long ago or never will)."""
+        now = time.monotonic()
+        self.accepted_at[sequence] = now
+        while len(self.accepted_at) > INPUTS_TIMED:
+            del self.accepted_at[next(iter(self.accepted_at))]
+        if payload["type"] == "speech":
+            self.spoken_at = now
 
     async def frames_read(self) -> None:
         """Frames arrive on a channel layer of their own (services.FRAMES_LAYER), read here beside the consumer's
@@ -212,11 +231,23 @@ class PlayConsumer(DatabaseCallConsumer):
         """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""
         if event["number"] <= self.sent_frame:
             return
+        self.frame_timed(event["sequence"])
         data = protocol.BROWSER_FRAME_HEADER.pack(event["number"], event["sequence"]) + event["jpeg"]
         if self.sent_frame - self.acked_frame >= FRAMES_IN_FLIGHT:
+            if self.waiting_frame is not None:
+                metrics.FRAMES_DROPPED.inc()
             self.waiting_frame = data
             return
         await self.send_frame(event["number"], data)
+
+    def frame_timed(self, applied: int) -> None:
+        """The interval since the last frame, and how long each input this frame applies waited for it."""
+        now = time.monotonic()
+        if self.frame_received_at is not None:
+            metrics.FRAME_INTERVAL.observe(now - self.frame_received_at)
+        self.frame_received_at = now
+        for sequence in [sequence for sequence in self.accepted_at if sequence <= applied]:
+            metrics.INPUT_TO_FRAME.observe(now - self.accepted_at.pop(sequence))
 
     async def frames_acknowledged(self, frame: int) -> None:
         self.acked_frame = max(self.acked_frame, min(frame, self.sent_frame))
@@ -232,7 +263,11 @@ class PlayConsumer(DatabaseCallConsumer):
     async def session_message(self, event: dict[str, Any]) -> None:
         """Narration, choices, status (play.services.send_to_browsers, or a worker's, translated by
         play.protocol.from_worker): checked against the protocol once more, as the browser will read it."""
-        await self.relay(event["message"])
+        message = event["message"]
+        if message.get("type") == "character_line" and message.get("text") and self.spoken_at is not None:
+            metrics.REPLY_LATENCY.observe(time.monotonic() - self.spoken_at)
+            self.spoken_at = None
+        await self.relay(message)
 
     async def session_creator_message(self, event: dict[str, Any]) -> None:
         """What only the world's creator sees (the prompt a reply was written from, for their debug panel)."""

@@ -292,6 +292,11 @@ WORKER_STALE_AFTER_SECONDS = WORKER_HEARTBEAT_SECONDS * 3
 # Engines the studio offers though no worker serving them is connected right now (comma-separated names); empty:
 # the engines this process can build. Engines of connected workers are offered either way.
 WORLDLOOM_ENGINES = env.list("WORLDLOOM_ENGINES", default=[])
+# The bearer token a Prometheus scraper sends for /metrics; unset, /metrics does not exist.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# prometheus-client reads it from the environment itself, in every process that counts; here it tells /metrics
+# to add up the processes' files.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 # How long a session nobody watches keeps its worker slot: long enough to ride out a reload or a blip.
 PLAY_PARK_AFTER_SECONDS = env.float("PLAY_PARK_AFTER_SECONDS", default=30.0)
 # The in-process worker's language model (see inference.worker.WorkerConfig.language_model).

@@ -1,12 +1,14 @@
-"""The health check operators and load balancers poll, and the icon browsers ask for at the site's root."""
+"""The health check operators and load balancers poll, the metrics their scrapers read, and the icon browsers
+ask for at the site's root."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.templatetags.static import static
 from django.views.decorators.cache import cache_control, never_cache
 from django.views.decorators.http import require_GET
 
+from shell.metrics import metrics_allowed, metrics_text
 from shell.selectors import platform_health
 
 
@@ -26,3 +28,13 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
     Temporary, not permanent: the static file's name carries its hash, which changes when the icon does.
     """
     return HttpResponseRedirect(static("favicon.svg"))
+
+
+@require_GET
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus metrics for an operator's scraper holding METRICS_TOKEN; for anyone else there is no page."""
+    if not metrics_allowed(request.headers.get("Authorization", "")):
+        raise Http404
+    body, content_type = metrics_text()
+    return HttpResponse(body, content_type=content_type)

@@ -20,6 +20,7 @@ from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client import REGISTRY
 
 from accounts.models import User
 from accounts.services import user_sockets_close
@@ -69,6 +70,11 @@ async def communicators_ended_after() -> AsyncIterator[None]:
     while OPENED:
         with contextlib.suppress(Exception):
             await OPENED.pop().disconnect()
+
+
+def sample(name: str) -> float:
+    """A metric's value in this process (play.metrics), 0 before its first observation."""
+    return REGISTRY.get_sample_value(name) or 0.0
 
 
 async def connect(
@@ -121,6 +127,12 @@ async def test_a_player_connects_and_an_input_is_logged_before_it_reaches_the_wo
     expected = {"type": "key_down", "key": "KeyW"}
     assert forwarded == worker_protocol.SessionInput(session=str(session.pk), sequence=1, input=expected)
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session, sequence=1).exists)()
+    # The first frame that applied it ends its wait, as the operators' input-to-frame histogram records.
+    timed_before = sample("worldloom_input_to_frame_seconds_count")
+    frame = {"type": "session.frame", "number": 1, "sequence": 1, "jpeg": b"jpeg"}
+    await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame)
+    await communicator.receive_from()
+    assert sample("worldloom_input_to_frame_seconds_count") - timed_before == 1
     await communicator.disconnect()
 
 
@@ -298,12 +310,15 @@ async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent
     await communicator.connect()
     await communicator.receive_json_from()
     group = f"play.{session.pk}"
+    dropped_before = sample("worldloom_frames_dropped_total")
     for number in range(1, 7):
         frame = {"type": "session.frame", "number": number, "sequence": 0, "jpeg": b"jpeg%d" % number}
         await get_channel_layer(FRAMES_LAYER).group_send(group, frame)
     received = [await communicator.receive_from() for _ in range(2)]
     assert [frame[8:] for frame in received] == [b"jpeg1", b"jpeg2"]
     assert await communicator.receive_nothing(timeout=0.3)
+    # Frames 3, 4 and 5 each waited and gave way to a newer one: the operators' metric counts them.
+    assert sample("worldloom_frames_dropped_total") - dropped_before == 3
     await communicator.send_json_to({"type": "ack", "frame": 2})
     newest = await communicator.receive_from()
     assert newest[8:] == b"jpeg6"
@@ -318,6 +333,7 @@ async def test_a_burst_of_200_inputs_gets_at_most_the_burst_accepted_and_the_res
     await communicator.connect()
     await communicator.receive_json_from()
     flood = 200
+    refused_before = sample("worldloom_inputs_refused_total")
     sent_at = time.monotonic()
     for sequence in range(1, flood + 1):
         await communicator.send_json_to({"type": "key_up", "key": "KeyW", "seq": sequence})
@@ -334,6 +350,7 @@ async def test_a_burst_of_200_inputs_gets_at_most_the_burst_accepted_and_the_res
     assert all(reply["type"] == "error" and "slow down" in reply["error"] for reply in refused)
     assert sorted(accepted + [reply["seq"] for reply in refused]) == list(range(1, flood + 1))
     assert refused_by < 2.0  # refusals do not wait behind the accepted inputs' database work
+    assert sample("worldloom_inputs_refused_total") - refused_before == len(refused)
     logged = await database_sync_to_async(SessionEvent.objects.filter(session=session).count)()
     assert logged == len(accepted)
     await asyncio.sleep(1)  # the bucket refills at its rate, and inputs go through again
