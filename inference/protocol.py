@@ -37,6 +37,8 @@ from inference.play.story import StoryState
 
 PROTOCOL_VERSION = 1
 WORKER_FRAME_HEADER = struct.Struct(">16sII")
+# A frame's session id leads its header; what follows (number, sequence, image) is what browsers are sent.
+SESSION_ID_BYTES = 16
 # The platform logs a sequence in a PositiveIntegerField (PostgreSQL's integer).
 MAX_SEQUENCE = 2**31 - 1
 MAX_TICK = 2**63 - 1
@@ -438,12 +440,13 @@ def session_id_bytes(session: str) -> bytes:
     return uuid.UUID(session).bytes
 
 
-def frame_decode(data: bytes) -> tuple[str, int, int, bytes]:
-    """(session id, frame number, last applied sequence, JPEG) of a worker's binary frame."""
+def frame_decode(data: bytes) -> tuple[str, int, int]:
+    """(session id, frame number, last applied sequence) of a worker's binary frame; its image follows the
+    header (the platform relays the number, the sequence and the image as they came, see SESSION_ID_BYTES)."""
     if len(data) <= WORKER_FRAME_HEADER.size:
         raise ProtocolError("a frame needs its header and an image")
     session, number, sequence = WORKER_FRAME_HEADER.unpack_from(data)
-    return str(uuid.UUID(bytes=session)), number, sequence, data[WORKER_FRAME_HEADER.size :]
+    return str(uuid.UUID(bytes=session)), number, sequence
 
 
 def type_named(text: str | bytes | None) -> str | None:

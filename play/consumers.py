@@ -232,7 +232,7 @@ class PlayConsumer(DatabaseCallConsumer):
         if event["number"] <= self.sent_frame:
             return
         self.frame_timed(event["sequence"])
-        data = protocol.BROWSER_FRAME_HEADER.pack(event["number"], event["sequence"]) + event["jpeg"]
+        data = event["data"]  # the browsers' frame, as play.worker_consumer relays it
         if self.sent_frame - self.acked_frame >= FRAMES_IN_FLIGHT:
             if self.waiting_frame is not None:
                 metrics.FRAMES_DROPPED.inc()

@@ -35,6 +35,7 @@ BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 # them to log in rather than reconnect. 4000-4999 are the application's own codes (RFC 6455, 7.4.2).
 CLOSE_SIGNED_OUT = 4001
 # Browser frames: frame number and the last applied input's session sequence, then the JPEG.
+# The worker's frame header is the session id and then this one, so a frame goes to browsers as it came.
 BROWSER_FRAME_HEADER = struct.Struct(">II")
 SessionStatus = Literal["queued", "running", "parked", "ended"]
 StatusState = Literal["queued", "running", "reconnecting", "ended"]

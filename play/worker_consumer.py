@@ -82,11 +82,16 @@ class WorkerConsumer(WorkerEndpoint):
         await database_call(play.worker_sessions_reassign)(worker=self.worker)
 
     async def frame_received(self, data: bytes) -> None:
-        session, number, sequence, jpeg = protocol.frame_decode(data)
+        session, number, sequence = protocol.frame_decode(data)
         self.check_assigned(session)
-        await self.frames.group_send(
-            play.session_group(session), {"type": "session.frame", "number": number, "sequence": sequence, "jpeg": jpeg}
-        )
+        # Browsers read the worker's frame without its session id: sliced once here, sent as it is to each.
+        frame = {
+            "type": "session.frame",
+            "number": number,
+            "sequence": sequence,
+            "data": data[protocol.SESSION_ID_BYTES :],
+        }
+        await self.frames.group_send(play.session_group(session), frame)
         await self.last_frame_note(session, number)
 
     async def last_frame_note(self, session: str, number: int) -> None:

@@ -31,7 +31,7 @@ from moderation.services import user_suspend
 from play import protocol
 from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
 from play.models import PlaySession, SessionEvent
-from play.protocol import CLOSE_SIGNED_OUT
+from play.protocol import BROWSER_FRAME_HEADER, CLOSE_SIGNED_OUT
 from play.services import FRAMES_LAYER, sessions_park_unwatched, worker_forward_event
 from play.tests.factories import PlaySessionFactory
 from tests.fixtures import another_process_layer, cookie_for
@@ -129,7 +129,7 @@ async def test_a_player_connects_and_an_input_is_logged_before_it_reaches_the_wo
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session, sequence=1).exists)()
     # The first frame that applied it ends its wait, as the operators' input-to-frame histogram records.
     timed_before = sample("worldloom_input_to_frame_seconds_count")
-    frame = {"type": "session.frame", "number": 1, "sequence": 1, "jpeg": b"jpeg"}
+    frame = {"type": "session.frame", "number": 1, "sequence": 1, "data": BROWSER_FRAME_HEADER.pack(1, 1) + b"jpeg"}
     await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame)
     await communicator.receive_from()
     assert sample("worldloom_input_to_frame_seconds_count") - timed_before == 1
@@ -312,7 +312,8 @@ async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent
     group = f"play.{session.pk}"
     dropped_before = sample("worldloom_frames_dropped_total")
     for number in range(1, 7):
-        frame = {"type": "session.frame", "number": number, "sequence": 0, "jpeg": b"jpeg%d" % number}
+        data = BROWSER_FRAME_HEADER.pack(number, 0) + b"jpeg%d" % number
+        frame = {"type": "session.frame", "number": number, "sequence": 0, "data": data}
         await get_channel_layer(FRAMES_LAYER).group_send(group, frame)
     received = [await communicator.receive_from() for _ in range(2)]
     assert [frame[8:] for frame in received] == [b"jpeg1", b"jpeg2"]

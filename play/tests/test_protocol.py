@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,12 @@ def test_protocol_md_names_every_browser_input_with_its_fields_as_defined() -> N
 
 def test_the_browser_inputs_defined_are_the_ones_a_session_applies() -> None:
     assert tuple(kind.__struct_config__.tag for kind in protocol.BROWSER_INPUTS) == protocol.INPUT_TYPES
+
+
+def test_a_worker_frame_less_its_session_id_is_the_frame_browsers_read() -> None:
+    session = uuid.uuid4()
+    worker_frame = worker_protocol.WORKER_FRAME_HEADER.pack(session.bytes, 7, 3) + b"jpeg"
+    assert worker_protocol.frame_decode(worker_frame) == (str(session), 7, 3)
+    relayed = worker_frame[worker_protocol.SESSION_ID_BYTES :]
+    assert protocol.BROWSER_FRAME_HEADER.unpack_from(relayed) == (7, 3)
+    assert relayed[protocol.BROWSER_FRAME_HEADER.size :] == b"jpeg"
