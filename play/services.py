@@ -18,8 +18,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.cache import cache
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from accounts.models import User
@@ -260,9 +259,7 @@ def event_log(
     Called inside a transaction: the UPDATE that takes the number holds the session's row until the commit,
     so concurrent inputs (Live worlds, worker proposals) take distinct numbers in the order they are logged.
     """
-    sessions = PlaySession.objects.filter(pk=session_id)
-    sessions.update(last_sequence=F("last_sequence") + 1, last_active_at=timezone.now())
-    sequence, status, worker_channel = sessions.values_list("last_sequence", "status", "worker__channel_name").get()
+    sequence, status, worker_channel = session_sequence_next(session_id)
     event = SessionEvent.objects.create(
         session_id=session_id,
         sequence=sequence,
@@ -273,6 +270,29 @@ def event_log(
         payload=payload,
     )
     return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
+
+
+def session_sequence_next(session_id: Any) -> tuple[int, str, str | None]:
+    """Take the session's next input number in one statement (an UPDATE … RETURNING, which PostgreSQL and
+    SQLite both speak): the number, the session's status and its worker's channel (None without a worker).
+
+    One statement instead of an update and a read: every input of every player pays for this, holding the
+    session's row until the commit."""
+    sessions = connection.ops.quote_name(PlaySession._meta.db_table)
+    workers = connection.ops.quote_name(WorkerNode._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {sessions} SET last_sequence = last_sequence + 1, last_active_at = %s WHERE id = %s "  # noqa: S608 - table names from the models
+            f"RETURNING last_sequence, status, (SELECT channel_name FROM {workers} WHERE {workers}.id = worker_id)",
+            [
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                PlaySession._meta.pk.get_db_prep_value(session_id, connection),
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise PlaySession.DoesNotExist(f"no play session {session_id}")
+    return row[0], row[1], row[2] or None
 
 
 def input_forward_message(event: SessionEvent) -> SessionInput:
