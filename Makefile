@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test test-fast lint fix bench eval setup migrate clean
+.PHONY: run run-cluster test test-fast lint fix bench eval setup migrate clean
 
 # torch first and pinned: the CPU wheel lies on local disk; anything looser lets pip fetch a CUDA build.
 $(STAMP): pyproject.toml
@@ -53,3 +53,10 @@ eval: $(STAMP)
 
 clean:
 	rm -rf $(VENV) var
+
+# Several processes on this machine, as production runs them: daphnes behind HAProxy (apt-get install haproxy),
+# inference workers and Celery, on PostgreSQL and Redis (DATABASE_URL, REDIS_URL). DAPHNES=2 WORKERS=2 by default.
+DAPHNES ?= 2
+WORKERS ?= 2
+run-cluster: setup
+	$(BIN)/python manage.py run_cluster --daphnes $(DAPHNES) --workers $(WORKERS) --host $(HOST) --port $(PORT)

@@ -66,3 +66,8 @@ async def test_healthz_fails_with_503_when_the_channel_layer_is_broken(settings:
 
 def test_healthz_is_not_cached(client: Client) -> None:
     assert "no-cache" in client.get("/healthz")["Cache-Control"]
+
+
+def test_livez_answers_while_the_process_serves_whatever_the_workers() -> None:
+    response = Client().get("/livez")
+    assert response.status_code == 200 and response.content == b"ok"
