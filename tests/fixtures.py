@@ -116,6 +116,20 @@ async def database_connections_closed_after() -> AsyncIterator[None]:
     await database_sync_to_async(connections.close_all)()
 
 
+@pytest_asyncio.fixture
+async def channel_layers_closed_after() -> AsyncIterator[None]:
+    """For async tests of consumers: close the channel layers this test's event loop used and start the next test
+    with new ones. A layer outlives the loop that used it; a consumer still receiving when its loop ended (its
+    test failed, or its disconnect timed out on a loaded machine) leaves the layer's receive lock taken, bound to
+    that dead loop, and every later test on the layer fails."""
+    yield
+    for layer in list(channel_layers.backends.values()):
+        if isinstance(layer, RedisChannelLayer):
+            with contextlib.suppress(Exception):
+                await layer.close_pools()
+    channel_layers.backends.clear()
+
+
 def another_process_layer() -> Any:
     """The channel layer as another process holds it: on Redis, its channels' messages wait in an inbox of its
     own, which only that process reads (this one's readers would pull them into their buffers)."""

@@ -130,6 +130,7 @@ def test_the_quick_world_evaluation_writes_every_figure_the_issue_names() -> Non
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # it loads the real models and answers both sets; a loaded CI machine needs the margin
 def test_the_quick_narrative_evaluation_writes_both_parts_and_its_transcripts() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--eval", "--quick", "--only", "narrative_eval"],

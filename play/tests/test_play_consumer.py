@@ -62,7 +62,7 @@ def every_message_to_a_browser_checked(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest_asyncio.fixture(autouse=True)
-async def communicators_ended_after() -> AsyncIterator[None]:
+async def communicators_ended_after(channel_layers_closed_after: None) -> AsyncIterator[None]:
     """End every consumer a test started before its event loop closes: one left running (its socket closed by
     the server, say) keeps a receive open on the shared channel layer, and the next test's loop then cannot
     take that layer's receive lock."""

@@ -29,7 +29,7 @@ from workers.services import worker_issue_token
 pytestmark = [
     pytest.mark.asyncio,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("database_connections_closed_after"),
+    pytest.mark.usefixtures("database_connections_closed_after", "channel_layers_closed_after"),
 ]
 
 

@@ -19,7 +19,7 @@ from tests.fixtures import cookie_for
 pytestmark = [
     pytest.mark.asyncio,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.usefixtures("database_connections_closed_after"),
+    pytest.mark.usefixtures("database_connections_closed_after", "channel_layers_closed_after"),
 ]
 
 
