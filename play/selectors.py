@@ -244,3 +244,26 @@ def live_session_now(*, world: Any) -> PlaySession | None:
         .order_by("created_at")
         .first()
     )
+
+
+# Lines of talk a page shows when it opens: enough to pick a conversation up where it stood.
+CONVERSATION_LINES_SHOWN = 20
+
+
+def conversation_so_far(*, session: PlaySession, viewer: User) -> list[str]:
+    """The latest words said to characters and their replies, as the log line the page showed for each, oldest
+    first: a reload or a second visit picks the conversation up where it stood (the worker keeps the story's
+    place, not what the page showed)."""
+    spoken = (
+        session.events.filter(kind="speech")
+        .select_related("player")
+        .order_by("-sequence")[: CONVERSATION_LINES_SHOWN // 2]
+    )
+    lines: list[str] = []
+    for event in reversed(spoken):
+        speaker = "You" if event.player_id == viewer.pk else (event.player.get_username() if event.player else "")
+        lines.append(f"{speaker}: {event.payload.get('text', '')}")
+        reply = event.applied_effects.get("reply")
+        if reply:
+            lines.append(f"{event.payload.get('character', '')}: {reply}")
+    return lines

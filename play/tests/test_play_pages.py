@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from accounts.tests.factories import UserFactory
 from gallery.services import listing_refresh
-from play.models import PlaySession
+from play.models import PlaySession, SessionEvent
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.fixtures import SignIn
 from worlds.documents import world_document
@@ -78,3 +78,19 @@ def test_the_player_page_of_a_world_with_a_story_waits_for_its_first_choices(sig
     session.version.save(update_fields=["document"])
     page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
     assert 'data-story="true"' in page
+
+
+def test_a_reloaded_player_page_shows_the_conversation_so_far(signed_in: SignIn) -> None:
+    session = PlaySessionFactory()
+    said = SessionEvent.objects.create(
+        session=session, sequence=1, player=session.owner, kind="speech",
+        payload={"type": "speech", "character": "Eve", "text": "I am <b>Tomasz</b>, a sailor."},
+        applied_effects={"events": [], "reply": "Welcome, Tomasz."},
+    )  # fmt: skip
+    page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
+    assert "<li>You: I am &lt;b&gt;Tomasz&lt;/b&gt;, a sailor.</li><li>Eve: Welcome, Tomasz.</li>" in page
+    other = UserFactory()
+    session.participants.add(other)
+    PlaySession.objects.filter(pk=session.pk).update(is_live=True)
+    seen_by_other = signed_in(other).get(reverse("play:session", args=[session.pk])).content.decode()
+    assert f"<li>{said.player.username}: I am &lt;b&gt;Tomasz&lt;/b&gt;, a sailor.</li>" in seen_by_other
