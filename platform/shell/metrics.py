@@ -45,11 +45,10 @@ class PlatformCollector(Collector):
 def metrics_registry() -> CollectorRegistry:
     """The registry to expose: every process's metrics added up when several processes serve (multiprocess
     mode), this process's otherwise; the database's counts on top."""
+    registry = CollectorRegistry()
     if settings.PROMETHEUS_MULTIPROC_DIR:
-        registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
     else:
-        registry = CollectorRegistry()
         registry.register(_ProcessMetrics())
     registry.register(PlatformCollector())
     return registry
