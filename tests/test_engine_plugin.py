@@ -116,7 +116,9 @@ def test_an_engine_installed_as_a_package_is_offered_and_a_session_plays_on_it(
     studio = requests.get(
         f"{platform_with_plugin.url}/studio/worlds/new/", headers={"Cookie": cookie_for(creator)}, timeout=10
     )
-    assert studio.status_code == 200 and '<option value="checkers"' in studio.text
+    assert (
+        studio.status_code == 200 and '<option value="checkers">checkers: 48x32 at 20 fps, cpu</option>' in studio.text
+    )
     version = WorldVersionFactory()
     version.document["world"]["engine"] = "checkers"
     version.save()

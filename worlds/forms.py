@@ -26,7 +26,7 @@ from inference.narrative.hooks import Branch, BranchClassifier, BranchDecision
 from inference.world.events import OBJECT_KINDS, TIME_OF_DAY_KINDS, WEATHER_KINDS
 from inference.world.spec import CONFIG as SPEC_CONFIG
 from inference.world.spec import WorldSpec
-from workers.selectors import engines_offered
+from workers.selectors import engine_labels
 from worlds.imports import MAX_IMPORT_BYTES
 from worlds.models import Character, Clue, Hook, HookBranch, HookTrigger, Lorebook, LoreEntry, World
 from worlds.selectors import characters_owned
@@ -196,7 +196,7 @@ PALETTE_NAMES = tuple(f"palette_{number}" for number in range(1, SPEC_CONFIG.max
 
 
 def engine_choices() -> list[tuple[str, str]]:
-    return [(name, name) for name in engines_offered()]
+    return list(engine_labels().items())
 
 
 def kind_choices(kinds: Iterable[str]) -> list[tuple[str, str]]:

@@ -37,3 +37,23 @@ def engines_offered() -> list[str]:
     connected = {engine for engines in workers_connected().values_list("engines", flat=True) for engine in engines}
     configured = set(settings.WORLDLOOM_ENGINES or available_engines())
     return sorted((connected | configured) - {CONVERSATION})
+
+
+def engine_labels() -> dict[str, str]:
+    """Each offered engine's name with what it draws ("worldmodel: 64x64 at 20 fps, cpu"), from the facts its
+    connected workers announced, else from the engine as this process knows it; the bare name if neither."""
+    facts: dict[str, dict[str, object]] = {
+        name: {key: getattr(engine.facts, key) for key in ("width", "height", "frames_per_second", "device")}
+        for name, engine in available_engines().items()
+    }
+    for announced in workers_connected().values_list("engine_facts", flat=True):
+        facts |= announced
+    labels = {}
+    for name in engines_offered():
+        known = facts.get(name)
+        labels[name] = (
+            f"{name}: {known['width']}x{known['height']} at {known['frames_per_second']} fps, {known['device']}"
+            if known
+            else name
+        )
+    return labels
