@@ -228,40 +228,35 @@ def _registered() -> dict[str, EntryPoint]:
 
 
 def _engine_class(name: str) -> type[WorldEngine] | str:
-    """The engine class registered as `name`, or why it cannot be had (not installed; its import failed).
+    """The engine class registered as `name`, or why it cannot be had (not installed; its import failed)."""
+    entry = _registered().get(name)
+    return _loaded(entry) if entry is not None else f"no engine {name!r} is installed"
+
+
+def _loaded(entry: EntryPoint) -> type[WorldEngine] | str:
+    """The engine class an entry point names, or why it cannot be had.
 
     Loading imports the engine's module only now: the platform and the worker import torch, or a studio's
     model library, only for an engine that is asked for."""
-    entry = _registered().get(name)
-    if entry is None:
-        return f"no engine {name!r} is installed"
     try:
         loaded = entry.load()
     except Exception as error:  # a plugin's import can fail in any way; it must not take the others down
-        return f"engine {name!r} could not be imported: {error}"
+        return f"engine {entry.name!r} could not be imported: {error}"
     if not (isinstance(loaded, type) and issubclass(loaded, WorldEngine)):
-        return f"engine {name!r} ({entry.value}) is not a WorldEngine"
+        return f"engine {entry.name!r} ({entry.value}) is not a WorldEngine"
     return loaded
-
-
-def engine_availability() -> dict[str, Availability]:
-    """Every installed engine by name, with whether this process can serve it and, if not, why."""
-    found = {}
-    for name in sorted(_registered()):
-        engine_class = _engine_class(name)
-        found[name] = engine_class.available() if isinstance(engine_class, type) else Availability(False, engine_class)
-    return found
 
 
 def available_engines() -> dict[str, type[WorldEngine]]:
     """Engines this process can serve with their defaults, by name.
 
-    An engine whose weights or device are missing is left out: the worker announces only what it can run.
+    An engine that cannot be imported, or whose weights or device are missing, is left out: the worker
+    announces only what it can run.
     """
     engines = {}
-    for name, availability in engine_availability().items():
-        engine_class = _engine_class(name)
-        if availability and isinstance(engine_class, type):
+    for name, entry in sorted(_registered().items()):
+        engine_class = _loaded(entry)
+        if isinstance(engine_class, type) and engine_class.available():
             engines[name] = engine_class
     return engines
 

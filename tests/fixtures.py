@@ -182,10 +182,9 @@ def platform_environment(**overrides: str) -> dict[str, str]:
 
 
 @dataclass
-class LivePlatform:
-    """A daphne process serving the whole platform, as `manage.py serve` runs it."""
+class Endpoint:
+    """Where browsers and workers connect: a daphne process, or a balancer in front of several."""
 
-    process: subprocess.Popen[str]
     port: int
 
     @property
@@ -195,6 +194,13 @@ class LivePlatform:
     @property
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
+
+
+@dataclass
+class LivePlatform(Endpoint):
+    """A daphne process serving the whole platform, as `manage.py serve` runs it."""
+
+    process: subprocess.Popen[str]
 
     def health(self) -> dict[str, Any]:
         return requests.get(f"{self.url}/healthz", timeout=10).json()
@@ -379,7 +385,7 @@ class Player:
         )
 
 
-async def play(platform: LivePlatform, session: PlaySession, cookie: str, script: Any) -> Any:
+async def play(platform: Endpoint, session: PlaySession, cookie: str, script: Any) -> Any:
     headers = {"Cookie": cookie, "Origin": platform.url}
     async with websockets.connect(f"{platform.ws_url}/ws/play/{session.pk}/", additional_headers=headers) as socket:
         return await script(Player(socket))

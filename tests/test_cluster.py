@@ -27,7 +27,7 @@ from django.db import connection
 from accounts.tests.factories import UserFactory
 from play.models import PlaySession, SessionEvent, SessionStatus
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
-from tests.fixtures import ROOT, Player, cookie_for, free_port, platform_environment, play, wait_until
+from tests.fixtures import ROOT, Endpoint, Player, cookie_for, free_port, platform_environment, play, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.services]
 
@@ -35,21 +35,6 @@ STORY = json.loads((ROOT / "worlds" / "demo_content" / "dark-lighthouse.json").r
 # The raycaster: exact frames, light on a 2-core machine running seven processes.
 GAME_STORY = {**STORY, "world": {**STORY["world"], "engine": "raycaster"}}
 LIVE_STORY = {**STORY, "world": {**STORY["world"], "engine": "raycaster", "category": "live"}}
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a browser connects: one daphne, or the balancer."""
-
-    port: int
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
 
 
 @dataclass

@@ -169,13 +169,19 @@ def _coordinates(item: dict[str, Any], field: str, size: int) -> tuple[float, fl
     return coordinates[0], coordinates[1]
 
 
-def _parse_character(item: Any, index: int, size: int) -> SpecCharacter:
-    field = f"characters[{index}]"
+def _checked_keys(item: Any, field: str, keys: set[str], needs: str) -> dict[str, Any]:
+    """`item` if it is a dict of `keys` only, else ValueError naming `field` (and what it `needs`)."""
     if not isinstance(item, dict):
-        raise ValueError(f"{field} must be a dict with a name, got {item!r}")
-    unknown = sorted(set(item) - {"name", "x", "y", "color"})
+        raise ValueError(f"{field} must be a dict with {needs}, got {item!r}")
+    unknown = sorted(set(item) - keys)
     if unknown:
         raise ValueError(f"{field} has unknown keys: {', '.join(unknown)}")
+    return item
+
+
+def _parse_character(item: Any, index: int, size: int) -> SpecCharacter:
+    field = f"characters[{index}]"
+    item = _checked_keys(item, field, {"name", "x", "y", "color"}, needs="a name")
     name = item.get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_LENGTH:
         raise ValueError(f"{field}.name must be 1..{MAX_NAME_LENGTH} characters, got {name!r}")
@@ -191,11 +197,7 @@ def _parse_character(item: Any, index: int, size: int) -> SpecCharacter:
 
 def _parse_object(item: Any, index: int, size: int) -> SpecObject:
     field = f"objects[{index}]"
-    if not isinstance(item, dict):
-        raise ValueError(f"{field} must be a dict with kind, x and y, got {item!r}")
-    unknown = sorted(set(item) - {"kind", "x", "y", "color"})
-    if unknown:
-        raise ValueError(f"{field} has unknown keys: {', '.join(unknown)}")
+    item = _checked_keys(item, field, {"kind", "x", "y", "color"}, needs="kind, x and y")
     kind = item.get("kind")
     if kind not in OBJECT_KINDS:
         raise ValueError(f"{field}.kind must be one of {', '.join(OBJECT_KINDS)}, got {kind!r}")
