@@ -34,22 +34,25 @@ def engines_offered() -> list[str]:
     """The engines a creator may pick: those some connected worker serves, and those the operator configured
     (WORLDLOOM_ENGINES: workers not connected at this moment, a GPU fleet scaled to zero) or, when none are
     configured, those this process can build, which an embedded or same-machine worker serves."""
-    connected = {engine for engines in workers_connected().values_list("engines", flat=True) for engine in engines}
-    configured = set(settings.WORLDLOOM_ENGINES or available_engines())
-    return sorted((connected | configured) - {CONVERSATION})
+    return list(engine_labels())
 
 
 def engine_labels() -> dict[str, str]:
-    """Each offered engine's name with what it draws ("worldmodel: 64x64 at 20 fps, cpu"), from the facts its
-    connected workers announced, else from the engine as this process knows it; the bare name if neither."""
+    """Each offered engine (see engines_offered), by name, with what it draws ("worldmodel: 64x64 at 20 fps,
+    cpu"): from the facts its connected workers announced, else from the engine as this process knows it; the
+    bare name if neither."""
+    local = available_engines()
     facts: dict[str, dict[str, object]] = {
         name: {key: getattr(engine.facts, key) for key in ("width", "height", "frames_per_second", "device")}
-        for name, engine in available_engines().items()
+        for name, engine in local.items()
     }
-    for announced in workers_connected().values_list("engine_facts", flat=True):
+    connected: set[str] = set()
+    for engines, announced in workers_connected().values_list("engines", "engine_facts"):
+        connected.update(engines)
         facts |= announced
+    offered = sorted((connected | set(settings.WORLDLOOM_ENGINES or local)) - {CONVERSATION})
     labels = {}
-    for name in engines_offered():
+    for name in offered:
         known = facts.get(name)
         labels[name] = (
             f"{name}: {known['width']}x{known['height']} at {known['frames_per_second']} fps, {known['device']}"
