@@ -39,9 +39,12 @@ class Frame:
 
     session: str
     number: int
-    jpeg: bytes
+    # The picture: JPEG bytes from an engine whose `facts.codec` is "jpeg"; a video engine ("h264", "vp8")
+    # leaves them empty and hands `pixels` over, which the worker encodes once per session.
+    jpeg: bytes = b""
     # Where the player stands after the tick, in cells: the host fires area hooks from it.
     position: tuple[float, float] = (0.0, 0.0)
+    pixels: np.ndarray | None = None  # (H, W, 3) uint8, H and W as the engine's facts state
 
 
 class Availability(NamedTuple):
