@@ -240,13 +240,14 @@ class PlayConsumer(DatabaseCallConsumer):
 
     async def session_frame(self, event: dict[str, Any]) -> None:
         """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""
+        if event["video"]:
+            self.frame_timed(event["sequence"])
+            await self.video_frame(event["number"], event["key"], event["data"])
+            return
         if event["number"] <= self.sent_frame:
             return
         self.frame_timed(event["sequence"])
         data = event["data"]  # the browsers' frame, as play.worker_consumer relays it
-        if event["video"]:
-            await self.video_frame(event["number"], event["key"], data)
-            return
         if self.sent_frame - self.acked_frame >= FRAMES_IN_FLIGHT:
             if self.waiting_frame is not None:
                 metrics.FRAMES_DROPPED.inc()
@@ -257,8 +258,11 @@ class PlayConsumer(DatabaseCallConsumer):
     async def video_frame(self, number: int, key: bool, data: bytes) -> None:
         """Send a video frame, unless the browser lags or awaits a key frame: a delta frame after one it was
         not sent would garble its picture until the next key frame."""
+        # A number this browser was sent already: a stream restarted behind it (a daphne died before noting the
+        # newest number), whose next deltas build on this frame, which the browser will not get.
+        restarted = number <= self.sent_frame
         behind = bool(self.video_in_flight) and number - self.video_in_flight[0] > VIDEO_TICKS_IN_FLIGHT
-        if behind or (self.awaiting_key_frame and not key):
+        if restarted or behind or (self.awaiting_key_frame and not key):
             metrics.FRAMES_DROPPED.inc()
             # Asked once until a key frame is sent; again when one had to be skipped (the browser still lagged).
             ask = key or not self.key_frame_asked
