@@ -4,6 +4,7 @@ stream at a key frame while the picture goes on."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import time
@@ -104,7 +105,7 @@ def test_an_h264_stream_decodes_in_the_browser_reaches_a_second_viewer_and_survi
         assert first.locator("canvas").evaluate(PICTURE_SPREAD) > 40
         # The new worker's first frame follows the longest silence around the kill.
         around = [frame for frame in first_seen.frames if frame[0] > killed_at - 0.2]
-        gaps = [(later[0] - earlier[0], index + 1) for index, (earlier, later) in enumerate(zip(around, around[1:]))]
+        gaps = [(later[0] - earlier[0], index + 1) for index, (earlier, later) in enumerate(itertools.pairwise(around))]
         silence, resumed = max(gaps)
         assert silence > 0.15
         assert around[resumed][3], f"the first frame after the failover, {around[resumed][1]}, is not a key frame"
