@@ -39,8 +39,8 @@ def engines_offered() -> list[str]:
 
 def engine_labels() -> dict[str, str]:
     """Each offered engine (see engines_offered), by name, with what it draws ("worldmodel: 64x64 at 20 fps,
-    cpu"; a video codec is named, "raycaster-video: 640x352 at 20 fps, h264, cpu"): from the facts its connected workers announced, else from the engine as this process knows it; the
-    bare name if neither."""
+    cpu"; a video codec is named: "raycaster-video: 640x352 at 20 fps, h264, cpu"): from the facts its connected
+    workers announced, else from the engine as this process knows it; the bare name if neither."""
     local = available_engines()
     facts: dict[str, dict[str, object]] = {
         name: {key: getattr(engine.facts, key) for key in ("width", "height", "frames_per_second", "codec", "device")}
