@@ -606,3 +606,25 @@ async def test_a_lagging_video_browser_skips_to_the_next_key_frame_and_is_never_
     assert resumed == [(last_within + 4, 0, 1, worker_protocol.KEY_FRAME_FLAG), (last_within + 5, 0, 1, 0)]
     assert sample("worldloom_frames_dropped_total") - dropped_before == 3
     await communicator.disconnect()
+
+
+async def test_a_video_stream_restarted_behind_the_numbers_sent_waits_for_its_next_key_frame(running: Any) -> None:
+    """A failover after a daphne lost the newest frame number restarts the stream at a number already sent: its
+    key frame cannot be sent (numbers only rise), so its deltas cannot be either."""
+    session, worker_channel = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    group, frames = f"play.{session.pk}", get_channel_layer(FRAMES_LAYER)
+    await frames.group_send(group, frame_event(1, codec="h264", key=True))
+    await frames.group_send(group, frame_event(2, codec="h264", key=False))
+    assert [BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from())[0] for _ in range(2)] == [1, 2]
+    await worker_sent_kinds(worker_channel)  # the reopen a browser's arrival sends
+    await frames.group_send(group, frame_event(2, codec="h264", key=True))  # the new worker's first frame
+    await frames.group_send(group, frame_event(3, codec="h264", key=False))
+    assert await communicator.receive_nothing(timeout=0.3)
+    assert "session.key_frame" in await worker_sent_kinds(worker_channel)
+    await frames.group_send(group, frame_event(4, codec="h264", key=True))
+    assert BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from()) == (4, 0, 1, 1)
+    await communicator.disconnect()
