@@ -264,10 +264,11 @@ class PlayConsumer(DatabaseCallConsumer):
         behind = bool(self.video_in_flight) and number - self.video_in_flight[0] > VIDEO_TICKS_IN_FLIGHT
         if restarted or behind or (self.awaiting_key_frame and not key):
             metrics.FRAMES_DROPPED.inc()
-            # Asked once until a key frame is sent; again when one had to be skipped (the browser still lagged).
-            ask = key or not self.key_frame_asked
-            self.awaiting_key_frame, self.key_frame_asked = True, self.key_frame_asked or ask
-            if ask:
+            self.awaiting_key_frame = True
+            # Asked once until a key frame is sent: a browser that stays behind (or never acknowledges) waits for
+            # the periodic one, rather than making the stream of every viewer key frames only.
+            if not self.key_frame_asked:
+                self.key_frame_asked = True
                 await database_call(services.session_key_frame_ask)(session_id=self.session.pk)
             return
         self.awaiting_key_frame = self.key_frame_asked = False

@@ -130,7 +130,9 @@
     const applied = header.getUint32(4);
     const codec = protocol.frame_codecs[header.getUint8(8)];
     const key = (header.getUint8(9) & protocol.key_frame_flag) !== 0;
-    socket.send(JSON.stringify({ type: "ack", frame: number }));
+    // A JPEG is acknowledged as it arrives (a newer one replaces it); a video frame once it is decoded and
+    // drawn, so that a decoder falling behind counts as lagging and the platform skips it to a key frame.
+    if (codec === "jpeg" || !context) acknowledge(number);
     framesSeen += 1;
     const now = performance.now();
     for (const [sent, at] of awaitingFrame) {
@@ -140,6 +142,10 @@
     const picture = buffer.slice(protocol.frame_header_bytes);
     if (codec === "jpeg") drawJpeg(number, picture);
     else decodeVideo(codec, key, number, picture);
+  }
+
+  function acknowledge(number) {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "ack", frame: number }));
   }
 
   function drawJpeg(number, picture) {
@@ -189,6 +195,7 @@
     }
     context.drawImage(videoFrame, 0, 0, canvas.width, canvas.height);
     canvas.dataset.frame = String(videoFrame.timestamp); // the frame number it was decoded from
+    acknowledge(videoFrame.timestamp);
     videoFrame.close();
     framesDecoded += 1;
     canvas.dataset.decoded = String(framesDecoded); // for tests and the curious: pictures decoded so far
