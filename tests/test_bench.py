@@ -180,6 +180,7 @@ def test_the_quick_video_benchmark_writes_each_codec_and_size_and_the_jpeg_it_ma
         for figure in ("jpeg_quality", "bytes_per_second_jpeg", "psnr_db_jpeg", "jpeg_to_h264_bytes")
         for size in sizes
     }
+    expected |= {f"render_ms_p50_raycaster_{size}" for size in sizes}
     assert set(figures) == expected
     assert all(isinstance(value, float) and value > 0 for value in figures.values())
     for size in sizes:  # the JPEG was matched to H.264's quality: within a decibel of it
