@@ -46,9 +46,10 @@ SESSION_ID_BYTES = 16
 FRAME_CODECS = ("jpeg", "h264", "vp8")
 KEY_FRAME_FLAG = 0x01  # the flags byte: the picture decodes without the frames before it
 # What a browser hands WebCodecs' VideoDecoder.configure for each video codec, as inference.video encodes it.
-# avc1.42E01F: profile 0x42 constrained baseline (constraint flags 0xE0), level 3.1 (0x1F), which holds up to
+# avc1.42C01F, as libx264's sequence parameter set says: profile 0x42 (baseline) with constraint flags 0xC0
+# (constraint_set1: constrained baseline, which every H.264 decoder plays), level 3.1 (0x1F), which holds up to
 # 1280x720 at 30 fps.
-WEBCODECS_CODECS = {"h264": "avc1.42E01F", "vp8": "vp8"}
+WEBCODECS_CODECS = {"h264": "avc1.42C01F", "vp8": "vp8"}
 # The platform logs a sequence in a PositiveIntegerField (PostgreSQL's integer).
 MAX_SEQUENCE = 2**31 - 1
 MAX_TICK = 2**63 - 1

@@ -3,7 +3,7 @@
 One encoder per session, whose packets go unchanged to every viewer of the session. Tuned for latency as
 WebRTC's software encoders are: no B-frames and no look-ahead, so a frame in is a packet out; key frames when a
 viewer arrives (the platform asks), when the session opens (a new encoder, after a failover too), and
-periodically. H.264 is libx264's constrained baseline (what `avc1.42E01F` declares to the page's WebCodecs
+periodically. H.264 is libx264's constrained baseline (what `avc1.42C01F` declares to the page's WebCodecs
 decoder); VP8 is libvpx at its realtime deadline, the fallback for a browser or build without H.264.
 """
 

@@ -81,6 +81,13 @@ def test_an_h264_stream_decodes_in_the_browser_reaches_a_second_viewer_and_survi
         assert first.locator("canvas").evaluate(PICTURE_SPREAD) > 40  # walls, floor and sky: not a blank canvas
         shown = drawn_frame(first)
         wait_until(lambda: drawn_frame(first) > shown + 5)
+        # Both codecs as the page declares them decode here: H.264 above, and VP8, the fallback.
+        supported = first.evaluate(
+            "codecs => Promise.all(codecs.map(async (codec) => "
+            "(await VideoDecoder.isConfigSupported({ codec, optimizeForLatency: true })).supported))",
+            list(worker_protocol.WEBCODECS_CODECS.values()),
+        )
+        assert supported == [True, True]
         codecs = {codec for _, _, codec, _ in first_seen.frames}
         assert codecs == {"h264"}
         assert first_seen.frames[0][3]  # the stream is joined at a key frame

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from inference.engine import RaycastVideoEngine, StepRequest, create_engine
+from inference.protocol import WEBCODECS_CODECS
 from inference.video import VideoConfig, VideoEncoder
 from inference.world.state import Action
 
@@ -93,3 +94,13 @@ def test_the_video_raycaster_hands_over_pixels_of_its_size_for_the_worker_to_enc
     packet, key = VideoEncoder("h264", width=640, height=352, frames_per_second=20).encode(frame.pixels)
     assert key
     assert av.CodecContext.create("h264", "r").decode(av.Packet(packet))[0].height == 352
+
+
+def test_the_h264_stream_is_the_profile_and_level_the_page_declares_to_its_decoder() -> None:
+    packet, _ = VideoEncoder("h264", width=1280, height=720, frames_per_second=20).encode(
+        np.zeros((720, 1280, 3), np.uint8)
+    )
+    # Annex B: the sequence parameter set (NAL type 7) leads the key frame; its first three bytes after the NAL
+    # header are profile_idc, the constraint flags and level_idc, which an avc1.PPCCLL string spells in hex.
+    start = packet.index(b"\x00\x00\x01\x67") + 4
+    assert f"avc1.{packet[start : start + 3].hex().upper()}" == WEBCODECS_CODECS["h264"]
