@@ -31,7 +31,7 @@ import json
 import re
 import struct
 import uuid
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 import msgspec
 
@@ -42,8 +42,9 @@ WORKER_FRAME_HEADER = struct.Struct(">16sIIBB")
 # A frame's session id leads its header; what follows (number, sequence, codec, flags, picture) is what
 # browsers are sent.
 SESSION_ID_BYTES = 16
-# A frame's codec byte indexes this tuple. A JPEG frame stands alone, so it is always a key frame.
-FRAME_CODECS = ("jpeg", "h264", "vp8")
+# A frame's codec byte indexes FRAME_CODECS. A JPEG frame stands alone, so it is always a key frame.
+FrameCodec = Literal["jpeg", "h264", "vp8"]
+FRAME_CODECS: tuple[str, ...] = get_args(FrameCodec)
 KEY_FRAME_FLAG = 0x01  # the flags byte: the picture decodes without the frames before it
 # What a browser hands WebCodecs' VideoDecoder.configure for each video codec, as inference.video encodes it.
 # avc1.42C01F, as libx264's sequence parameter set says: profile 0x42 (baseline) with constraint flags 0xC0
@@ -249,7 +250,7 @@ class EngineAnnouncement(msgspec.Struct, kw_only=True, frozen=True):
     width: Annotated[int, msgspec.Meta(ge=1, le=8192)]
     height: Annotated[int, msgspec.Meta(ge=1, le=8192)]
     frames_per_second: Annotated[int, msgspec.Meta(ge=1, le=240)]
-    codec: Name
+    codec: FrameCodec
     weights: Text = ""
 
 
