@@ -19,6 +19,7 @@ from bench import (
     narrative_speed,
     player_fps,
     runtime_speed,
+    video_codec,
     world_quality,
     world_speed,
 )
@@ -33,6 +34,7 @@ BENCHMARKS: dict[str, Measure] = {
     "narrative_bench": narrative_speed.run,
     "load_bench": load_speed.run,
     "player_fps": player_fps.run,
+    "video_bench": video_codec.run,
 }
 EVALUATIONS: dict[str, Measure] = {
     "world_eval": world_quality.run,

@@ -220,7 +220,7 @@ class StandInPlatform:
         await connection.send(protocol.encode(protocol.PlatformWelcome(worker="bench", heartbeat_seconds=5)))
         async for data in connection:
             if isinstance(data, bytes):
-                session, _, _ = protocol.frame_decode(data)
+                session = protocol.frame_decode(data).session
                 if session == WORLD_SESSION:
                     self.frame_times.append(time.monotonic())
                 continue

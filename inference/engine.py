@@ -186,14 +186,16 @@ class RaycastEngine(WorldEngine):
 
     def __init__(
         self,
-        width: int = CONFIG.width,
-        height: int = CONFIG.height,
+        width: int | None = None,  # None: the width its facts state, as for height
+        height: int | None = None,
         jpeg_quality: int = CONFIG.jpeg_quality,
         device: str = "cpu",  # every engine takes the worker's device; numpy always runs on the CPU
     ) -> None:
         if not 1 <= jpeg_quality <= 95:
             raise ValueError(f"jpeg_quality must be 1..95, got {jpeg_quality}")
-        self.width, self.height, self.jpeg_quality = width, height, jpeg_quality
+        self.width = self.facts.width if width is None else width
+        self.height = self.facts.height if height is None else height
+        self.jpeg_quality = jpeg_quality
         self._sessions: dict[str, _RaycastSession] = {}
 
     def open_session(self, spec: dict[str, Any], snapshot: bytes | None = None, *, session: str | None = None) -> str:
@@ -208,10 +210,12 @@ class RaycastEngine(WorldEngine):
         for session, action, world_events in parsed:
             held = self._sessions[session]
             held.state = step(held.state, action, world_events)
-            image = render(held.state, held.spec, self.width, self.height)
-            frames.append(
-                Frame(session, held.state.tick, encode_jpeg(image, self.jpeg_quality), held.state.pose.cell_position)
-            )
+            image = render(held.state, held.spec, self.width, self.height)  # (H, W, 3) uint8
+            position = held.state.pose.cell_position
+            if self.facts.codec == "jpeg":
+                frames.append(Frame(session, held.state.tick, encode_jpeg(image, self.jpeg_quality), position))
+            else:  # the worker encodes the video
+                frames.append(Frame(session, held.state.tick, position=position, pixels=image))
         return frames
 
     def snapshot(self, session: str) -> bytes:
@@ -219,6 +223,17 @@ class RaycastEngine(WorldEngine):
 
     def close(self, session: str) -> None:
         self._sessions.pop(session, None)
+
+
+class RaycastVideoEngine(RaycastEngine):
+    """The raycaster at 640x352 streamed as H.264: video anyone can play and test without a GPU.
+
+    640x352 is the picture size of the video world models (Matrix-Game 2.0), so the stream, the encoder and the
+    page's decoder are exercised as they will be for those, on one core.
+    """
+
+    name = "raycaster-video"
+    facts = EngineFacts(device="cpu", width=640, height=352, frames_per_second=20, codec="h264")
 
 
 ENGINE_GROUP = "worldloom.engines"

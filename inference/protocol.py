@@ -10,7 +10,9 @@ Sessions: the platform logs every input before it forwards it, and numbers it in
 opens a session on a worker with `session.open` (its last snapshot, the logged inputs to replay at their ticks
 up to `target_tick`, the last frame anyone saw, and the pending inputs to apply as new) and forwards inputs
 with `session.input`. The worker streams binary frames (`WORKER_FRAME_HEADER`: session UUID, frame number,
-last applied sequence, then the JPEG) and reports what each input became at which tick (`session.applied`),
+last applied sequence, codec, flags (key frame), then the JPEG or the video packet); the platform asks for a
+video session's next frame to be a key frame when a viewer arrives or falls behind (`session.key_frame`). It
+reports what each input became at which tick (`session.applied`),
 snapshots, and what the session's browsers see. A forwarded input that came after a gap still open two ticks
 later makes the worker ask for a reopen (`session.missing`), whose pending inputs fill it. Narrative work asks
 the platform for a character's memories (`session.recall`, answered by `session.recalled`), keeps what a
@@ -29,16 +31,26 @@ import json
 import re
 import struct
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, NamedTuple, get_args
 
 import msgspec
 
 from inference.play.story import StoryState
 
 PROTOCOL_VERSION = 1
-WORKER_FRAME_HEADER = struct.Struct(">16sII")
-# A frame's session id leads its header; what follows (number, sequence, image) is what browsers are sent.
+WORKER_FRAME_HEADER = struct.Struct(">16sIIBB")
+# A frame's session id leads its header; what follows (number, sequence, codec, flags, picture) is what
+# browsers are sent.
 SESSION_ID_BYTES = 16
+# A frame's codec byte indexes FRAME_CODECS. A JPEG frame stands alone, so it is always a key frame.
+FrameCodec = Literal["jpeg", "h264", "vp8"]
+FRAME_CODECS: tuple[str, ...] = get_args(FrameCodec)
+KEY_FRAME_FLAG = 0x01  # the flags byte: the picture decodes without the frames before it
+# What a browser hands WebCodecs' VideoDecoder.configure for each video codec, as inference.video encodes it.
+# avc1.42C01F, as libx264's sequence parameter set says: profile 0x42 (baseline) with constraint flags 0xC0
+# (constraint_set1: constrained baseline, which every H.264 decoder plays), level 3.1 (0x1F), which holds up to
+# 1280x720 at 30 fps.
+WEBCODECS_CODECS = {"h264": "avc1.42C01F", "vp8": "vp8"}
 # The platform logs a sequence in a PositiveIntegerField (PostgreSQL's integer).
 MAX_SEQUENCE = 2**31 - 1
 MAX_TICK = 2**63 - 1
@@ -212,6 +224,12 @@ class SessionRefresh(Message, tag="session.refresh", kw_only=True, frozen=True):
     session: SessionId
 
 
+class SessionKeyFrame(Message, tag="session.key_frame", kw_only=True, frozen=True):
+    """A viewer arrived or fell behind: make the session's next video frame a key frame (JPEG frames all are)."""
+
+    session: SessionId
+
+
 class SessionRecalled(Message, tag="session.recalled", kw_only=True, frozen=True):
     """The answer to `session.recall`: texts for a character's prompt."""
 
@@ -232,7 +250,7 @@ class EngineAnnouncement(msgspec.Struct, kw_only=True, frozen=True):
     width: Annotated[int, msgspec.Meta(ge=1, le=8192)]
     height: Annotated[int, msgspec.Meta(ge=1, le=8192)]
     frames_per_second: Annotated[int, msgspec.Meta(ge=1, le=240)]
-    codec: Name
+    codec: FrameCodec
     weights: Text = ""
 
 
@@ -372,7 +390,14 @@ class SessionBlocked(Message, tag="session.blocked", kw_only=True, frozen=True):
 
 
 PlatformToWorker = (
-    PlatformWelcome | PlatformError | SessionOpen | SessionInput | SessionClose | SessionRefresh | SessionRecalled
+    PlatformWelcome
+    | PlatformError
+    | SessionOpen
+    | SessionInput
+    | SessionClose
+    | SessionRefresh
+    | SessionKeyFrame
+    | SessionRecalled
 )
 WorkerToPlatform = (
     WorkerHello
@@ -430,8 +455,20 @@ def _decoded(decoder: msgspec.json.Decoder[Any], text: str | bytes | None) -> An
         raise ProtocolError(f"message is not valid JSON ({error})") from None
 
 
-def frame_encode(*, session: str, number: int, sequence: int, jpeg: bytes) -> bytes:
-    return WORKER_FRAME_HEADER.pack(session_id_bytes(session), number, sequence) + jpeg
+class FrameHeader(NamedTuple):
+    """What a worker's binary frame says of itself; its picture follows the header."""
+
+    session: str
+    number: int
+    sequence: int  # the last applied input's
+    codec: str  # one of FRAME_CODECS
+    key: bool
+
+
+def frame_encode(*, session: str, number: int, sequence: int, codec: str, key: bool, picture: bytes) -> bytes:
+    flags = KEY_FRAME_FLAG if key else 0
+    header = WORKER_FRAME_HEADER.pack(session_id_bytes(session), number, sequence, FRAME_CODECS.index(codec), flags)
+    return header + picture
 
 
 @functools.lru_cache(maxsize=4096)
@@ -440,13 +477,20 @@ def session_id_bytes(session: str) -> bytes:
     return uuid.UUID(session).bytes
 
 
-def frame_decode(data: bytes) -> tuple[str, int, int]:
-    """(session id, frame number, last applied sequence) of a worker's binary frame; its image follows the
-    header (the platform relays the number, the sequence and the image as they came, see SESSION_ID_BYTES)."""
+def frame_decode(data: bytes) -> FrameHeader:
+    """The header of a worker's binary frame, checked; its picture follows it (the platform relays everything
+    after the session id as it came, see SESSION_ID_BYTES)."""
     if len(data) <= WORKER_FRAME_HEADER.size:
-        raise ProtocolError("a frame needs its header and an image")
-    session, number, sequence = WORKER_FRAME_HEADER.unpack_from(data)
-    return str(uuid.UUID(bytes=session)), number, sequence
+        raise ProtocolError("a frame needs its header and a picture")
+    session, number, sequence, codec, flags = WORKER_FRAME_HEADER.unpack_from(data)
+    if codec >= len(FRAME_CODECS):
+        raise ProtocolError(f"unknown frame codec {codec}; known: {', '.join(FRAME_CODECS)}")
+    if flags & ~KEY_FRAME_FLAG:
+        raise ProtocolError(f"unknown frame flags {flags:#04x}")
+    key = bool(flags & KEY_FRAME_FLAG)
+    if FRAME_CODECS[codec] == "jpeg" and not key:
+        raise ProtocolError("a JPEG frame is always a key frame")
+    return FrameHeader(str(uuid.UUID(bytes=session)), number, sequence, FRAME_CODECS[codec], key)
 
 
 def type_named(text: str | bytes | None) -> str | None:

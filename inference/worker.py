@@ -36,11 +36,12 @@ from websockets.asyncio.client import ClientConnection
 from websockets.client import backoff
 
 from inference import protocol
-from inference.engine import available_engines, create_engine
+from inference.engine import Frame, available_engines, create_engine
 from inference.language.base import LanguageModel
 from inference.language.embedding import default_embedder
 from inference.play.host import CONVERSATION, Job, SessionHost
 from inference.play.narrator import Narrator
+from inference.video import VideoEncoder
 
 # Sessions whose newest frame number a worker remembers after a lost connection.
 FRAMES_SENT_KEPT = 10_000
@@ -215,6 +216,9 @@ class InferenceWorker:
         # two writes of its newest frame number reopens the session from an older one, and frame numbers must
         # still rise for the browsers that saw the newer frames. Written by the tick loop only.
         self.frames_sent: dict[str, int] = {}
+        # A video engine's sessions' encoders, used on the engine thread only. A session opened here anew gets a
+        # new one, so its first frame is a key frame (after a failover too).
+        self.encoders: dict[str, VideoEncoder] = {}
         self.recall_numbers = itertools.count(1)
 
     @property
@@ -377,16 +381,44 @@ class InferenceWorker:
             schedule.started(time.monotonic())
             if not self.host.sessions:
                 continue
-            frames, messages = await self.on_engine_thread(self.host.tick)
+            frames, messages = await self.on_engine_thread(self.tick_encoded)
             self.jobs_start(await self.on_engine_thread(self.host.take_jobs))
-            for frame, sequence in frames:
-                encoded = protocol.frame_encode(
-                    session=frame.session, number=frame.number, sequence=sequence, jpeg=frame.jpeg
-                )
+            for session, number, encoded in frames:
                 await connection.send(encoded)
-                self.frame_sent(frame.session, frame.number)
+                self.frame_sent(session, number)
             for message in messages:
                 await connection.send(protocol.encode(message))
+
+    def tick_encoded(self) -> tuple[list[tuple[str, int, bytes]], list[protocol.WorkerToPlatform]]:
+        """Step every session (on the engine thread), and each frame as the wire carries it: its session, its
+        number and its bytes. A video engine's pictures are encoded here, once for all of a session's viewers."""
+        frames, messages = self.host.tick()
+        encoded = [(frame.session, frame.number, self.frame_wire(frame, sequence)) for frame, sequence in frames]
+        for session in [session for session in self.encoders if session not in self.host.sessions]:
+            del self.encoders[session]  # closed, or failed and closed
+        return encoded, messages
+
+    def frame_wire(self, frame: Frame, sequence: int) -> bytes:
+        engine = self.host.sessions[frame.session].engine
+        assert engine is not None  # a conversation steps no engine, so it has no frames
+        facts = engine.facts
+        if facts.codec == "jpeg":
+            picture, key = frame.jpeg, True
+        else:
+            if frame.pixels is None:
+                raise ValueError(f"engine {engine.name!r} streams {facts.codec} but its frame has no pixels")
+            encoder = self.encoders.get(frame.session)
+            if encoder is None:
+                encoder = self.encoders[frame.session] = VideoEncoder(
+                    facts.codec,
+                    width=facts.width,
+                    height=facts.height,
+                    frames_per_second=round(self.config.frames_per_second),
+                )
+            picture, key = encoder.encode(frame.pixels)
+        return protocol.frame_encode(
+            session=frame.session, number=frame.number, sequence=sequence, codec=facts.codec, key=key, picture=picture
+        )
 
     def frame_sent(self, session: str, number: int) -> None:
         self.frames_sent[session] = number
@@ -421,6 +453,11 @@ class InferenceWorker:
             logger.error("platform reported: %s", message.error)
             return []
         session = session_of(message)
+        if isinstance(message, protocol.SessionKeyFrame):
+            encoder = self.encoders.get(message.session)
+            if encoder is not None:  # none: a JPEG session, or one not yet stepped, whose first frame is a key
+                encoder.key_frame_ask()
+            return []
         try:
             running = session in self.host.sessions
             if isinstance(message, (protocol.SessionInput, protocol.SessionRefresh)) and not running:
@@ -434,6 +471,7 @@ class InferenceWorker:
             if isinstance(message, protocol.SessionOpen) and running:
                 return self.reopen_hosted(message)
             if isinstance(message, protocol.SessionOpen):
+                self.encoders.pop(message.session, None)  # an earlier run of it here: its viewers' pictures differ
                 # Replayed at least to the newest frame this worker showed, so that its numbers go on rising.
                 shown = self.frames_sent.get(message.session, 0)
                 if shown > (message.target_tick or 0):
@@ -467,6 +505,7 @@ class InferenceWorker:
         return replies + self.host.early_inputs_apply(session)
 
     def close_all(self) -> None:
+        self.encoders.clear()
         for session in list(self.host.sessions):
             self.host.close(session)
             self.language_thread.submit(self.narrator.forget, session)

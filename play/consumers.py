@@ -1,8 +1,11 @@
 """The browser's end of a play session (`/ws/play/<session>/`); the protocol is play/PROTOCOL.md.
 
-Frames are flow-controlled: at most `FRAMES_IN_FLIGHT` unacknowledged frames per browser, and while that
-many are in flight only the newest frame waits. So a slow browser gets the newest frame when it catches up,
-and the memory a browser can make the server hold stays bounded.
+Frames are flow-controlled, so that the memory a browser can make the server hold stays bounded. A JPEG frame
+stands alone: at most `FRAMES_IN_FLIGHT` are unacknowledged per browser, and while that many are in flight only
+the newest waits, so a slow browser gets the newest frame when it catches up. A video frame needs every frame
+since the last key frame: a browser gets every one while its oldest unacknowledged frame is at most
+`VIDEO_TICKS_IN_FLIGHT` ticks older; a browser further behind, or one that has just arrived, is sent no delta
+frame until the next key frame, which it asks the worker for.
 
 Inputs are rated as they arrive: `receive` takes a token and queues the input without awaiting anything,
 and one task per connection logs the queued inputs in order. Channels hands a consumer its next message
@@ -14,6 +17,7 @@ slowly. At most `INPUTS_WAITING` wait; more are refused like a flood.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +36,9 @@ from play.selectors import live_text_refusal, session_role
 logger = logging.getLogger(__name__)
 
 FRAMES_IN_FLIGHT = 2
+# Frame numbers are ticks (20 a second): a browser half a second behind jumps to a key frame rather than watch
+# ever later; a frame's bytes are bounded (daphne's 1 MiB message limit on the worker's socket), so ten are too.
+VIDEO_TICKS_IN_FLIGHT = 10
 # Inputs per second a browser may send, and the burst it may save up: key repeat and typing stay well under.
 INPUT_RATE_PER_SECOND = 30
 INPUT_BURST = 60
@@ -97,6 +104,10 @@ class PlayConsumer(DatabaseCallConsumer):
         self.group = services.session_group(self.session.pk)
         self.sent_frame = self.acked_frame = 0
         self.waiting_frame: bytes | None = None
+        # Video: the numbers of the frames sent and not yet acknowledged, oldest first; whether no delta may be
+        # sent until a key frame (so at first: the stream is joined at a key frame), and whether one was asked for.
+        self.video_in_flight: collections.deque[int] = collections.deque()
+        self.awaiting_key_frame, self.key_frame_asked = True, False
         # For the operators' latency figures: when each logged input and words to a character were accepted.
         self.accepted_at: dict[int, float] = {}
         self.spoken_at: float | None = None
@@ -229,6 +240,10 @@ class PlayConsumer(DatabaseCallConsumer):
 
     async def session_frame(self, event: dict[str, Any]) -> None:
         """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""
+        if event["video"]:
+            self.frame_timed(event["sequence"])
+            await self.video_frame(event["number"], event["key"], event["data"])
+            return
         if event["number"] <= self.sent_frame:
             return
         self.frame_timed(event["sequence"])
@@ -239,6 +254,26 @@ class PlayConsumer(DatabaseCallConsumer):
             self.waiting_frame = data
             return
         await self.send_frame(event["number"], data)
+
+    async def video_frame(self, number: int, key: bool, data: bytes) -> None:
+        """Send a video frame, unless the browser lags or awaits a key frame: a delta frame after one it was
+        not sent would garble its picture until the next key frame."""
+        # A number this browser was sent already: a stream restarted behind it (a daphne died before noting the
+        # newest number), whose next deltas build on this frame, which the browser will not get.
+        restarted = number <= self.sent_frame
+        behind = bool(self.video_in_flight) and number - self.video_in_flight[0] > VIDEO_TICKS_IN_FLIGHT
+        if restarted or behind or (self.awaiting_key_frame and not key):
+            metrics.FRAMES_DROPPED.inc()
+            self.awaiting_key_frame = True
+            # Asked once until a key frame is sent: a browser that stays behind (or never acknowledges) waits for
+            # the periodic one, rather than making the stream of every viewer key frames only.
+            if not self.key_frame_asked:
+                self.key_frame_asked = True
+                await database_call(services.session_key_frame_ask)(session_id=self.session.pk)
+            return
+        self.awaiting_key_frame = self.key_frame_asked = False
+        self.video_in_flight.append(number)
+        await self.send_frame(number, data)
 
     def frame_timed(self, applied: int) -> None:
         """The interval since the last frame, and how long each input this frame applies waited for it."""
@@ -251,9 +286,11 @@ class PlayConsumer(DatabaseCallConsumer):
 
     async def frames_acknowledged(self, frame: int) -> None:
         self.acked_frame = max(self.acked_frame, min(frame, self.sent_frame))
+        while self.video_in_flight and self.video_in_flight[0] <= self.acked_frame:
+            self.video_in_flight.popleft()
         if self.waiting_frame is not None and self.sent_frame - self.acked_frame < FRAMES_IN_FLIGHT:
             data, self.waiting_frame = self.waiting_frame, None
-            number, _ = protocol.BROWSER_FRAME_HEADER.unpack_from(data)
+            number = protocol.BROWSER_FRAME_HEADER.unpack_from(data)[0]
             await self.send_frame(number, data)
 
     async def send_frame(self, number: int, data: bytes) -> None:

@@ -34,9 +34,10 @@ BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 # The close code when the player's sign-in ends (log-out, password change, suspension): the page should send
 # them to log in rather than reconnect. 4000-4999 are the application's own codes (RFC 6455, 7.4.2).
 CLOSE_SIGNED_OUT = 4001
-# Browser frames: frame number and the last applied input's session sequence, then the JPEG.
-# The worker's frame header is the session id and then this one, so a frame goes to browsers as it came.
-BROWSER_FRAME_HEADER = struct.Struct(">II")
+# Browser frames: frame number, the last applied input's session sequence, codec (an index of FRAME_CODECS) and
+# flags (KEY_FRAME_FLAG), then the JPEG or the video packet. The worker's frame header is the session id and
+# then this one, so a frame goes to browsers as it came.
+BROWSER_FRAME_HEADER = struct.Struct(">IIBB")
 SessionStatus = Literal["queued", "running", "parked", "ended"]
 StatusState = Literal["queued", "running", "reconnecting", "ended"]
 Role = Literal["player", "spectator"]
@@ -271,6 +272,9 @@ PAGE_CONSTANTS = {
     "keys": list(KEYS),
     "close_signed_out": CLOSE_SIGNED_OUT,
     "frame_header_bytes": BROWSER_FRAME_HEADER.size,
+    "frame_codecs": list(worker_protocol.FRAME_CODECS),
+    "key_frame_flag": worker_protocol.KEY_FRAME_FLAG,
+    "webcodecs_codecs": worker_protocol.WEBCODECS_CODECS,
     "states": {str(state): str(state) for state in (*get_args(SessionStatus), *get_args(StatusState))},
 }
 

@@ -25,7 +25,7 @@ from accounts.models import User
 from gallery.services import world_play_record
 from inference import protocol as worker_protocol
 from inference.controls import PROPOSAL_INPUT_TYPES
-from inference.protocol import SessionClose, SessionInput, SessionOpen, SessionRefresh
+from inference.protocol import SessionClose, SessionInput, SessionKeyFrame, SessionOpen, SessionRefresh
 from memories.services import exchange_record
 from play import protocol
 from play.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
@@ -59,9 +59,10 @@ def session_group(session_id: Any) -> str:
     return f"play.{session_id}"
 
 
-def send_to_worker(
-    channel_name: str, message: SessionOpen | SessionInput | SessionClose | SessionRefresh, *, required: bool = True
-) -> None:
+ToWorker = SessionOpen | SessionInput | SessionClose | SessionRefresh | SessionKeyFrame
+
+
+def send_to_worker(channel_name: str, message: ToWorker, *, required: bool = True) -> None:
     """Send after commit. A worker whose channel is full raises ChannelFull, unless the message is not
     `required` (a reopen the session can do without while it keeps running): that one is logged and dropped.
 
@@ -86,7 +87,7 @@ def send_to_worker(
     transaction.on_commit(send)
 
 
-def worker_forward_event(message: SessionOpen | SessionInput | SessionClose | SessionRefresh) -> dict[str, Any]:
+def worker_forward_event(message: ToWorker) -> dict[str, Any]:
     """The channel-layer event that carries a message to a worker's endpoint (WorkerConsumer.worker_forward)."""
     return {
         "type": "worker.forward",
@@ -422,6 +423,17 @@ def session_reopen(*, session: PlaySession) -> None:
     layer dropped its connection without a disconnect, or the first open) reopens it from snapshot and log."""
     assert session.worker is not None
     send_to_worker(session.worker.channel_name, session_open_message(session=session), required=False)
+
+
+def session_key_frame_ask(*, session_id: Any) -> None:
+    """A browser arrived at a video session or fell behind: ask its worker for a key frame to start it from.
+    Not required: a full worker channel drops it, and the periodic key frame starts the browser instead."""
+    worker = PlaySession.objects.filter(pk=session_id, status=SessionStatus.RUNNING).values_list(
+        "worker__channel_name", flat=True
+    )
+    channel_name = worker.first()
+    if channel_name:
+        send_to_worker(channel_name, SessionKeyFrame(session=str(session_id)), required=False)
 
 
 def session_inputs_resend(*, session_id: Any) -> None:

@@ -55,6 +55,22 @@ def blocked_record(message: protocol.SessionBlocked) -> None:
     )
 
 
+def frame_relayed(data: bytes) -> tuple[protocol.FrameHeader, dict[str, Any]]:
+    """A worker's binary frame, checked, and the channel-layer event that carries it to the consumers of the
+    session's browsers (PlayConsumer.session_frame). Browsers read the frame without its session id: sliced
+    once here, sent as it is to each."""
+    header = protocol.frame_decode(data)
+    event = {
+        "type": "session.frame",
+        "number": header.number,
+        "sequence": header.sequence,
+        "video": header.codec != "jpeg",
+        "key": header.key,
+        "data": data[protocol.SESSION_ID_BYTES :],
+    }
+    return header, event
+
+
 class WorkerConsumer(WorkerEndpoint):
     """One connected inference worker and the sessions it was given."""
 
@@ -82,17 +98,10 @@ class WorkerConsumer(WorkerEndpoint):
         await database_call(play.worker_sessions_reassign)(worker=self.worker)
 
     async def frame_received(self, data: bytes) -> None:
-        session, number, sequence = protocol.frame_decode(data)
-        self.check_assigned(session)
-        # Browsers read the worker's frame without its session id: sliced once here, sent as it is to each.
-        frame = {
-            "type": "session.frame",
-            "number": number,
-            "sequence": sequence,
-            "data": data[protocol.SESSION_ID_BYTES :],
-        }
-        await self.frames.group_send(play.session_group(session), frame)
-        await self.last_frame_note(session, number)
+        header, frame = frame_relayed(data)
+        self.check_assigned(header.session)
+        await self.frames.group_send(play.session_group(header.session), frame)
+        await self.last_frame_note(header.session, header.number)
 
     async def last_frame_note(self, session: str, number: int) -> None:
         """Keep the newest frame number where a failover finds it, at most every LAST_FRAME_EVERY_SECONDS.

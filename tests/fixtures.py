@@ -29,6 +29,7 @@ from django.db import connections
 from django.test import Client
 
 from inference.language.tiny import write_tiny_model
+from play.protocol import BROWSER_FRAME_HEADER
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -358,8 +359,8 @@ class Player:
             while True:
                 message = await self.connection.recv()
                 if isinstance(message, bytes):
-                    number, applied = int.from_bytes(message[:4]), int.from_bytes(message[4:8])
-                    self.frames.append((number, applied, message[8:]))
+                    number, applied, _, _ = BROWSER_FRAME_HEADER.unpack_from(message)
+                    self.frames.append((number, applied, message[BROWSER_FRAME_HEADER.size :]))
                     await self.connection.send(json.dumps({"type": "ack", "frame": number}))
                 else:
                     self.messages.append(json.loads(message))

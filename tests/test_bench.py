@@ -154,3 +154,35 @@ def test_the_quick_narrative_evaluation_writes_both_parts_and_its_transcripts() 
     assert all(0.0 <= figures[name] <= 1.0 for name in names)
     transcripts = (ROOT / "bench" / "results" / "narrative_eval_transcripts.md").read_text()
     assert "## The untouched part" in transcripts and "## The tuning part" in transcripts
+
+
+@pytest.mark.slow
+def test_the_quick_video_benchmark_writes_each_codec_and_size_and_the_jpeg_it_matched() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "video_bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((ROOT / "bench" / "results" / "video_bench.json").read_text())
+    sizes = ("640x352", "1280x720")
+    expected = {
+        f"{figure}_{codec}_{size}"
+        for figure in ("encode_ms_p50", "bytes_per_second", "psnr_db")
+        for codec in ("h264", "vp8")
+        for size in sizes
+    }
+    expected |= {
+        f"{figure}_{size}"
+        for figure in ("jpeg_quality", "bytes_per_second_jpeg", "psnr_db_jpeg", "jpeg_to_h264_bytes")
+        for size in sizes
+    }
+    expected |= {f"render_ms_p50_raycaster_{size}" for size in sizes}
+    assert set(figures) == expected
+    assert all(isinstance(value, float) and value > 0 for value in figures.values())
+    for size in sizes:  # the JPEG was matched to H.264's quality: within a decibel of it
+        assert abs(figures[f"psnr_db_jpeg_{size}"] - figures[f"psnr_db_h264_{size}"]) < 1
+    assert "encode_ms_p50_h264_640x352" in result.stdout

@@ -98,6 +98,7 @@ MESSAGES = st.one_of(
     st.builds(protocol.SessionInput, session=SESSION, sequence=SEQUENCE, input=PLAYER_INPUT),
     st.builds(protocol.SessionClose, session=SESSION),
     st.builds(protocol.SessionRefresh, session=SESSION),
+    st.builds(protocol.SessionKeyFrame, session=SESSION),
     st.builds(
         protocol.SessionRecalled,
         session=SESSION,

@@ -39,11 +39,11 @@ def engines_offered() -> list[str]:
 
 def engine_labels() -> dict[str, str]:
     """Each offered engine (see engines_offered), by name, with what it draws ("worldmodel: 64x64 at 20 fps,
-    cpu"): from the facts its connected workers announced, else from the engine as this process knows it; the
-    bare name if neither."""
+    cpu"; a video codec is named: "raycaster-video: 640x352 at 20 fps, h264, cpu"): from the facts its connected
+    workers announced, else from the engine as this process knows it; the bare name if neither."""
     local = available_engines()
     facts: dict[str, dict[str, object]] = {
-        name: {key: getattr(engine.facts, key) for key in ("width", "height", "frames_per_second", "device")}
+        name: {key: getattr(engine.facts, key) for key in ("width", "height", "frames_per_second", "codec", "device")}
         for name, engine in local.items()
     }
     connected: set[str] = set()
@@ -54,8 +54,10 @@ def engine_labels() -> dict[str, str]:
     labels = {}
     for name in offered:
         known = facts.get(name)
+        # JPEG goes unsaid: it is what every small engine streams; a video codec tells the creator more.
+        codec = f", {known['codec']}" if known and known.get("codec", "jpeg") != "jpeg" else ""
         labels[name] = (
-            f"{name}: {known['width']}x{known['height']} at {known['frames_per_second']} fps, {known['device']}"
+            f"{name}: {known['width']}x{known['height']} at {known['frames_per_second']} fps{codec}, {known['device']}"
             if known
             else name
         )

@@ -29,11 +29,12 @@ from config.routing import application
 from inference import protocol as worker_protocol
 from moderation.services import user_suspend
 from play import protocol
-from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND
+from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, VIDEO_TICKS_IN_FLIGHT
 from play.models import PlaySession, SessionEvent
 from play.protocol import BROWSER_FRAME_HEADER, CLOSE_SIGNED_OUT
 from play.services import FRAMES_LAYER, sessions_park_unwatched, worker_forward_event
 from play.tests.factories import PlaySessionFactory
+from play.worker_consumer import frame_relayed
 from tests.fixtures import another_process_layer, cookie_for
 from workers.models import WorkerNode
 
@@ -88,6 +89,20 @@ async def connect(
     return communicator
 
 
+def frame_event(number: int, *, sequence: int = 0, codec: str = "jpeg", key: bool = True) -> dict[str, Any]:
+    """A frame as play.worker_consumer relays it to browsers' consumers: its header read, its bytes as they came
+    (the picture names the frame, so a test sees which frames a browser was sent)."""
+    worker_frame = worker_protocol.frame_encode(
+        session=str(uuid.uuid4()),
+        number=number,
+        sequence=sequence,
+        codec=codec,
+        key=key,
+        picture=b"%s%d" % (codec.encode(), number),
+    )
+    return frame_relayed(worker_frame)[1]
+
+
 async def forwarded_input(worker_channel: str) -> worker_protocol.SessionInput:
     """The next input the worker is sent (a browser arriving also asks the worker to resend the story)."""
     while (event := await get_channel_layer().receive(worker_channel))["kind"] != "session.input":
@@ -129,8 +144,7 @@ async def test_a_player_connects_and_an_input_is_logged_before_it_reaches_the_wo
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session, sequence=1).exists)()
     # The first frame that applied it ends its wait, as the operators' input-to-frame histogram records.
     timed_before = sample("worldloom_input_to_frame_seconds_count")
-    frame = {"type": "session.frame", "number": 1, "sequence": 1, "data": BROWSER_FRAME_HEADER.pack(1, 1) + b"jpeg"}
-    await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame)
+    await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame_event(1, sequence=1))
     await communicator.receive_from()
     assert sample("worldloom_input_to_frame_seconds_count") - timed_before == 1
     await communicator.disconnect()
@@ -312,17 +326,15 @@ async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent
     group = f"play.{session.pk}"
     dropped_before = sample("worldloom_frames_dropped_total")
     for number in range(1, 7):
-        data = BROWSER_FRAME_HEADER.pack(number, 0) + b"jpeg%d" % number
-        frame = {"type": "session.frame", "number": number, "sequence": 0, "data": data}
-        await get_channel_layer(FRAMES_LAYER).group_send(group, frame)
+        await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(number))
     received = [await communicator.receive_from() for _ in range(2)]
-    assert [frame[8:] for frame in received] == [b"jpeg1", b"jpeg2"]
+    assert [frame[BROWSER_FRAME_HEADER.size :] for frame in received] == [b"jpeg1", b"jpeg2"]
     assert await communicator.receive_nothing(timeout=0.3)
     # Frames 3, 4 and 5 each waited and gave way to a newer one: the operators' metric counts them.
     assert sample("worldloom_frames_dropped_total") - dropped_before == 3
     await communicator.send_json_to({"type": "ack", "frame": 2})
     newest = await communicator.receive_from()
-    assert newest[8:] == b"jpeg6"
+    assert newest[BROWSER_FRAME_HEADER.size :] == b"jpeg6"
     await communicator.disconnect()
 
 
@@ -529,4 +541,90 @@ async def test_an_input_the_busy_worker_cannot_take_is_refused_and_not_kept(runn
     assert isinstance(forwarded, worker_protocol.SessionInput) and forwarded.sequence == accepted["sequence"]
     logged = await database_sync_to_async(lambda: list(SessionEvent.objects.filter(session=session)))()
     assert [event.sequence for event in logged] == [accepted["sequence"]]
+    await communicator.disconnect()
+
+
+async def worker_sent_kinds(worker_channel: str, *, quiet_seconds: float = 0.3) -> list[str]:
+    """The kinds of the messages the worker was sent, read until none came for `quiet_seconds` (at most 50)."""
+    kinds = []
+    for _ in range(50):
+        try:
+            event = await asyncio.wait_for(get_channel_layer().receive(worker_channel), quiet_seconds)
+        except TimeoutError:
+            break
+        kinds.append(event["kind"])
+    return kinds
+
+
+async def test_a_video_stream_is_joined_at_a_key_frame_which_the_browser_asks_for_once(running: Any) -> None:
+    session, worker_channel = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    group, frames = f"play.{session.pk}", get_channel_layer(FRAMES_LAYER)
+    for number in (1, 2):
+        await frames.group_send(group, frame_event(number, codec="h264", key=False))
+    assert await communicator.receive_nothing(timeout=0.3)  # a delta without its key frame would be garbage
+    # Asked once: delta 2, skipped like 1, waits for the same key frame.
+    assert (await worker_sent_kinds(worker_channel)).count("session.key_frame") == 1
+    await frames.group_send(group, frame_event(3, codec="h264", key=True))
+    await frames.group_send(group, frame_event(4, codec="h264", key=False))
+    received = [await communicator.receive_from() for _ in range(2)]
+    assert [frame[BROWSER_FRAME_HEADER.size :] for frame in received] == [b"h2643", b"h2644"]
+    assert BROWSER_FRAME_HEADER.unpack_from(received[0]) == (3, 0, 1, worker_protocol.KEY_FRAME_FLAG)
+    assert BROWSER_FRAME_HEADER.unpack_from(received[1]) == (4, 0, 1, 0)
+    await communicator.disconnect()
+
+
+async def test_a_lagging_video_browser_skips_to_the_next_key_frame_and_is_never_sent_a_delta_after_a_skip(
+    running: Any,
+) -> None:
+    session, worker_channel = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    group, frames = f"play.{session.pk}", get_channel_layer(FRAMES_LAYER)
+    await worker_sent_kinds(worker_channel)  # the reopen a browser's arrival sends
+    dropped_before = sample("worldloom_frames_dropped_total")
+    # No acknowledgement: every frame within VIDEO_TICKS_IN_FLIGHT of the oldest unacknowledged one is sent.
+    last_within = 1 + VIDEO_TICKS_IN_FLIGHT
+    for number in range(1, last_within + 3):
+        await frames.group_send(group, frame_event(number, codec="h264", key=number == 1))
+    sent = [await communicator.receive_from() for _ in range(last_within)]
+    assert [BROWSER_FRAME_HEADER.unpack_from(frame)[0] for frame in sent] == list(range(1, last_within + 1))
+    assert await communicator.receive_nothing(timeout=0.3)
+    assert (await worker_sent_kinds(worker_channel)).count("session.key_frame") == 1
+    # Caught up on what it was sent, it still gets no delta: it lacks the two it skipped.
+    await communicator.send_json_to({"type": "ack", "frame": last_within})
+    await frames.group_send(group, frame_event(last_within + 3, codec="h264", key=False))
+    assert await communicator.receive_nothing(timeout=0.3)
+    await frames.group_send(group, frame_event(last_within + 4, codec="h264", key=True))
+    await frames.group_send(group, frame_event(last_within + 5, codec="h264", key=False))
+    resumed = [BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from()) for _ in range(2)]
+    assert resumed == [(last_within + 4, 0, 1, worker_protocol.KEY_FRAME_FLAG), (last_within + 5, 0, 1, 0)]
+    assert sample("worldloom_frames_dropped_total") - dropped_before == 3
+    await communicator.disconnect()
+
+
+async def test_a_video_stream_restarted_behind_the_numbers_sent_waits_for_its_next_key_frame(running: Any) -> None:
+    """A failover after a daphne lost the newest frame number restarts the stream at a number already sent: its
+    key frame cannot be sent (numbers only rise), so its deltas cannot be either."""
+    session, worker_channel = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    group, frames = f"play.{session.pk}", get_channel_layer(FRAMES_LAYER)
+    await frames.group_send(group, frame_event(1, codec="h264", key=True))
+    await frames.group_send(group, frame_event(2, codec="h264", key=False))
+    assert [BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from())[0] for _ in range(2)] == [1, 2]
+    await worker_sent_kinds(worker_channel)  # the reopen a browser's arrival sends
+    await frames.group_send(group, frame_event(2, codec="h264", key=True))  # the new worker's first frame
+    await frames.group_send(group, frame_event(3, codec="h264", key=False))
+    assert await communicator.receive_nothing(timeout=0.3)
+    assert "session.key_frame" in await worker_sent_kinds(worker_channel)
+    await frames.group_send(group, frame_event(4, codec="h264", key=True))
+    assert BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from()) == (4, 0, 1, 1)
     await communicator.disconnect()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,10 +170,29 @@ def test_the_browser_inputs_defined_are_the_ones_a_session_applies() -> None:
     assert tuple(kind.__struct_config__.tag for kind in protocol.BROWSER_INPUTS) == protocol.INPUT_TYPES
 
 
-def test_a_worker_frame_less_its_session_id_is_the_frame_browsers_read() -> None:
+@pytest.mark.parametrize(("codec", "key"), [("jpeg", True), ("h264", True), ("h264", False), ("vp8", False)])
+def test_a_worker_frame_less_its_session_id_is_the_frame_browsers_read(codec: str, key: bool) -> None:
     session = uuid.uuid4()
-    worker_frame = worker_protocol.WORKER_FRAME_HEADER.pack(session.bytes, 7, 3) + b"jpeg"
-    assert worker_protocol.frame_decode(worker_frame) == (str(session), 7, 3)
+    worker_frame = worker_protocol.frame_encode(
+        session=str(session), number=7, sequence=3, codec=codec, key=key, picture=b"picture"
+    )
+    assert worker_frame[:26] == worker_protocol.WORKER_FRAME_HEADER.pack(
+        session.bytes, 7, 3, worker_protocol.FRAME_CODECS.index(codec), int(key)
+    )
+    assert worker_protocol.frame_decode(worker_frame) == (str(session), 7, 3, codec, key)
     relayed = worker_frame[worker_protocol.SESSION_ID_BYTES :]
-    assert protocol.BROWSER_FRAME_HEADER.unpack_from(relayed) == (7, 3)
-    assert relayed[protocol.BROWSER_FRAME_HEADER.size :] == b"jpeg"
+    assert protocol.BROWSER_FRAME_HEADER.size == 10
+    assert protocol.BROWSER_FRAME_HEADER.unpack_from(relayed) == (7, 3, worker_protocol.FRAME_CODECS.index(codec), key)
+    assert relayed[protocol.BROWSER_FRAME_HEADER.size :] == b"picture"
+
+
+@pytest.mark.parametrize(
+    ("codec", "flags", "refusal"),
+    [(3, 1, "unknown frame codec 3"), (1, 2, "unknown frame flags 0x02"), (0, 0, "a JPEG frame is always a key")],
+)
+def test_a_worker_frame_with_an_unknown_codec_or_flag_or_a_delta_jpeg_is_refused(
+    codec: int, flags: int, refusal: str
+) -> None:
+    frame = worker_protocol.WORKER_FRAME_HEADER.pack(uuid.uuid4().bytes, 7, 3, codec, flags) + b"picture"
+    with pytest.raises(worker_protocol.ProtocolError, match=refusal):
+        worker_protocol.frame_decode(frame)

@@ -151,7 +151,9 @@ async def test_a_worker_may_publish_only_to_the_sessions_assigned_to_it() -> Non
     await assigned(owner_worker, "gpu-box-1", session)
     strangers = [str(uuid.uuid4()), session]  # a session nobody runs, and one another worker runs
     for target in strangers:
-        await other_worker.send_to(bytes_data=protocol.frame_encode(session=target, number=9, sequence=0, jpeg=b"x"))
+        await other_worker.send_to(
+            bytes_data=protocol.frame_encode(session=target, number=9, sequence=0, codec="jpeg", key=True, picture=b"x")
+        )
         assert "not assigned" in (await other_worker.receive_json_from())["error"]
         await send(other_worker, protocol.SessionNarration(session=target, text="forged"))
         assert "not assigned" in (await other_worker.receive_json_from())["error"]

@@ -128,23 +128,83 @@
     const header = new DataView(buffer, 0, protocol.frame_header_bytes);
     const number = header.getUint32(0);
     const applied = header.getUint32(4);
-    socket.send(JSON.stringify({ type: "ack", frame: number }));
+    const codec = protocol.frame_codecs[header.getUint8(8)];
+    const key = (header.getUint8(9) & protocol.key_frame_flag) !== 0;
+    // A JPEG is acknowledged as it arrives (a newer one replaces it); a video frame once it is decoded and
+    // drawn, so that a decoder falling behind counts as lagging and the platform skips it to a key frame.
+    if (codec === "jpeg" || !context) acknowledge(number);
     framesSeen += 1;
     const now = performance.now();
     for (const [sent, at] of awaitingFrame) {
       if (sent <= applied) { latency = now - at; awaitingFrame.delete(sent); }
     }
-    if (drawing || !context) return; // a newer frame will follow; never queue decodes behind a slow one
+    if (!context) return;
+    const picture = buffer.slice(protocol.frame_header_bytes);
+    if (codec === "jpeg") drawJpeg(number, picture);
+    else decodeVideo(codec, key, number, picture);
+  }
+
+  function acknowledge(number) {
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "ack", frame: number }));
+  }
+
+  function drawJpeg(number, picture) {
+    if (drawing) return; // a newer frame will follow; never queue decodes behind a slow one
     drawing = true;
-    createImageBitmap(new Blob([buffer.slice(protocol.frame_header_bytes)], { type: "image/jpeg" }))
+    createImageBitmap(new Blob([picture], { type: "image/jpeg" }))
       .then((bitmap) => {
         context.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
         canvas.dataset.frame = String(number);
         bitmap.close();
-        framesDrawn += 1;
-        if (framesDrawn === 1) showStatus();
+        pictureDrawn();
       })
       .finally(() => { drawing = false; });
+  }
+
+  // Video (H.264 or VP8) through WebCodecs. Unlike a JPEG, no delta frame may be left out, however slow the
+  // decoder: each one builds on the picture before it, and one missing garbles the picture until the next key
+  // frame. The platform starts a stream, and restarts one a browser fell behind on, at a key frame.
+  let decoder = null; // a VideoDecoder, configured for `decoderCodec`; null until a key frame arrives
+  let decoderCodec = null;
+  let framesDecoded = 0;
+  let videoRefused = false;
+  function decodeVideo(codec, key, number, picture) {
+    if (!decoder || decoder.state === "closed" || decoderCodec !== codec) {
+      if (!key) return; // nothing to decode a delta from: the next key frame starts the picture
+      if (!("VideoDecoder" in window)) {
+        if (!videoRefused) say("⚠ This browser cannot decode video (it has no WebCodecs).", "player-error");
+        videoRefused = true;
+        return;
+      }
+      decoder = new VideoDecoder({
+        output: drawVideo,
+        // A broken packet closes the decoder: the next key frame opens a new one.
+        error: (error) => { console.warn("video decoder:", error); decoder = null; },
+      });
+      decoder.configure({ codec: protocol.webcodecs_codecs[codec], optimizeForLatency: true });
+      decoderCodec = codec;
+    }
+    decoder.decode(new EncodedVideoChunk({ type: key ? "key" : "delta", timestamp: number, data: picture }));
+  }
+
+  function drawVideo(videoFrame) {
+    if (canvas.width !== videoFrame.displayWidth || canvas.height !== videoFrame.displayHeight) {
+      canvas.width = videoFrame.displayWidth; // drawn at the stream's own size, and the stage takes its shape
+      canvas.height = videoFrame.displayHeight;
+      canvas.parentElement.style.aspectRatio = `${canvas.width} / ${canvas.height}`;
+    }
+    context.drawImage(videoFrame, 0, 0, canvas.width, canvas.height);
+    canvas.dataset.frame = String(videoFrame.timestamp); // the frame number it was decoded from
+    acknowledge(videoFrame.timestamp);
+    videoFrame.close();
+    framesDecoded += 1;
+    canvas.dataset.decoded = String(framesDecoded); // for tests and the curious: pictures decoded so far
+    pictureDrawn();
+  }
+
+  function pictureDrawn() {
+    framesDrawn += 1;
+    if (framesDrawn === 1) showStatus();
   }
 
   function handle(message) {

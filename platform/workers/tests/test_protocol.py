@@ -24,6 +24,14 @@ def test_a_hello_round_trips() -> None:
         ({"slots": -1}, "slots"),
         ({"free_slots": 5}, "cannot exceed"),
         ({"device": "x" * 101}, "device"),
+        (
+            {
+                "engine_facts": {
+                    "raycaster": {"device": "cpu", "width": 8, "height": 8, "frames_per_second": 20, "codec": "av1"}
+                }
+            },
+            "codec",
+        ),
     ],
 )
 def test_a_bad_hello_is_refused_with_a_reason(change: dict[str, object], complaint: str) -> None:
