@@ -189,6 +189,10 @@ class ChunkedVideoEngine(WorldEngine):
         payload = json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
         return SNAPSHOT_MAGIC + bytes([SNAPSHOT_VERSION]) + zlib.compress(payload)
 
+    def queued(self, session: str) -> int:
+        """How many frames of the session's current chunk are still to be shown (0: the next tick draws a chunk)."""
+        return len(self._sessions[session].queue)
+
     def close(self, session: str) -> None:
         held = self._sessions.pop(session, None)
         if held is not None:
