@@ -27,6 +27,7 @@ import torch
 
 from inference.engine import StepRequest, _engine_class
 from inference.video.chunked import ChunkedVideoEngine
+from inference.video.matrix_game import CONFIG as MATRIX_GAME
 from inference.world.state import Action
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_engine.json"
@@ -59,8 +60,7 @@ CONFIG = GpuBenchConfig()
 def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.gpu_engine", description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default=CONFIG.engine, help=f"a chunked video engine (default {CONFIG.engine})")
-    parser.add_argument("--weights", help="the weights folder (default: the engine's variable, for Matrix-Game "
-                        "$WORLDLOOM_MATRIX_GAME_WEIGHTS)")  # fmt: skip
+    parser.add_argument("--weights", help=f"the weights folder (default: ${MATRIX_GAME.weights_variable})")  # fmt: skip
     parser.add_argument("--sessions", type=int, nargs="+", default=list(CONFIG.sessions), help="the Ns to measure")
     parser.add_argument("--chunks", type=int, default=CONFIG.chunks, help="chunks per session for each N (>= 2)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="where the flat JSON goes")
@@ -73,7 +73,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     return arguments
 
 
-def refusal(engine: str, weights: str | None) -> str:
+def refusal(engine: str) -> str:
     """Why the benchmark cannot run here, as a sentence; empty when it can."""
     engine_class = _engine_class(engine)
     if isinstance(engine_class, str):
@@ -82,8 +82,6 @@ def refusal(engine: str, weights: str | None) -> str:
         return f"engine {engine!r} is not a chunked video engine"
     if not torch.cuda.is_available():
         return "no CUDA GPU is visible to torch: this benchmark runs only on a GPU machine"
-    if weights:
-        os.environ["WORLDLOOM_MATRIX_GAME_WEIGHTS"] = weights
     availability = engine_class.available()
     return "" if availability else f"engine {engine!r} cannot run: {availability.reason}"
 
@@ -137,7 +135,9 @@ def measure(engine: ChunkedVideoEngine, count: int, chunks: int) -> dict[str, fl
 
 def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
-    reason = refusal(arguments.engine, arguments.weights)
+    if arguments.weights:
+        os.environ[MATRIX_GAME.weights_variable] = arguments.weights  # where the engine and its check look
+    reason = refusal(arguments.engine)
     if reason:
         print(f"gpu_engine: {reason}", file=sys.stderr)
         return 2

@@ -49,5 +49,5 @@ def test_without_a_gpu_it_stops_at_once_with_the_reason_and_writes_nothing(tmp_p
 
 
 def test_an_engine_that_is_not_installed_or_not_chunked_is_named_in_the_refusal() -> None:
-    assert gpu_engine.refusal("no-such-engine", None) == "no engine 'no-such-engine' is installed"
-    assert gpu_engine.refusal("raycaster", None) == "engine 'raycaster' is not a chunked video engine"
+    assert gpu_engine.refusal("no-such-engine") == "no engine 'no-such-engine' is installed"
+    assert gpu_engine.refusal("raycaster") == "engine 'raycaster' is not a chunked video engine"

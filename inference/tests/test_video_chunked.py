@@ -132,6 +132,22 @@ def test_the_keys_held_during_a_chunk_decide_the_next_chunk() -> None:
     assert all(np.array_equal(frame.pixels, picture) for frame, picture in zip(frames[4:8], expected, strict=True))
 
 
+def test_a_model_that_reads_text_is_given_the_scene_the_world_events_made() -> None:
+    engine = TinyChunkedEngine()
+    session = engine.open_session(SPEC)
+    engine.step([(session, 0, [])])
+    engine.step([(session, 0, [{"kind": "night"}, {"kind": "snow"}])])  # typed "make it a snowy night", mid-chunk
+    for _ in range(3):
+        engine.step([(session, 0, [])])
+    before, after = (prompts[0] for _, prompts in engine.batches)
+    assert "daylight" in before and "night" not in before
+    assert "at night" in after and "falling snow" in after
+    deaf = TinyChunkedEngine()
+    deaf.takes_prompt = False
+    deaf.step([(deaf.open_session(SPEC), 0, [])])
+    assert deaf.batches[0][1] == [""]
+
+
 def test_the_control_mapping_turns_keys_into_the_model_s_keyboard_and_mouse() -> None:
     mapping = TinyChunkedEngine.controls
     walk = mapping.controls(Action.FORWARD | Action.STRAFE_RIGHT | Action.TURN_LEFT)

@@ -187,6 +187,7 @@ class MatrixGame2Engine(ChunkedVideoEngine):
         self._reset(stream)
         return stream
 
+    @torch.inference_mode()
     def generate(self, contexts: list[Any], controls: list[Controls], prompts: list[str]) -> list[np.ndarray]:
         chunks = []
         for stream, control in zip(contexts, controls, strict=True):
