@@ -6,8 +6,12 @@ Matrix-Game 2.0 model here. Every fastvideo module reaches `fastvideo.platforms`
 which imports `torchvision.utils` at its top; PyPI's Linux torchvision wheels are CUDA builds (their `_C.so` links
 libc10_cuda.so and libtorch_cuda.so), and with our CPU torch 2.13 their operators never register, so importing
 torchvision fails ("operator torchvision::nms does not exist"). The CPU build of torchvision lives only on
-download.pytorch.org, which this project does not use. So `CausalMatrixGame2WanModel` (fastvideo's causal DiT with
-its action module) cannot be built on the CPU, and neither can its streaming pipeline.
+download.pytorch.org, which this project does not use. Past that (tried once by hand, with torchvision's Python
+code loaded and its missing operators skipped, plus einops, remote-pdb and ftfy), the model module imports, but
+building `CausalMatrixGame2WanModel` (fastvideo's causal DiT with its action module) fails in its first attention
+layer: "Invalid attention backend for CPU". fastvideo 0.2.1's `CpuPlatform` does not override
+`get_attn_backend_cls`, whose base answers no backend: fastvideo has attention backends for CUDA, ROCm, MPS and
+NPU, none for the CPU. So neither the DiT nor its streaming pipeline can be built on the CPU.
 
 The deepest level that runs is diffusers' `WanTransformer3DModel`, the Wan 2.1 image-to-video DiT that Matrix-Game
 2.0 was trained from (fastvideo's model reimplements its blocks and adds keyboard and mouse attention). The
