@@ -191,11 +191,15 @@ def test_a_snapshot_restores_the_session_and_restarts_the_model_from_the_last_fr
     restored = restored_engine.open_session({**SPEC, "reference_image": reference_png((0, 0, 0), (8, 8))}, snapshot)
     again = restored_engine._sessions[restored]
     assert (again.state.tick, again.state.pose, again.state.time_of_day) == (6, held.state.pose, "night")
-    assert np.array_equal(again.seed, held.seed) and np.all(again.seed == (10, 200, 90))
-    assert np.array_equal(again.context["frame"], last.pixels) and again.latched == Action.TURN_LEFT
+    # The images travel as JPEG at 92 with full colour: a flat colour comes back within a level, a frame close by.
+    assert np.abs(again.seed.astype(int) - (10, 200, 90)).max() <= 1
+    assert last.pixels is not None and np.abs(again.last_frame.astype(int) - last.pixels).mean() < 3
+    assert again.context["frame"] is again.last_frame and again.latched == Action.TURN_LEFT
     # Its first chunk comes from the last frame under the latch it was saved with, and numbering goes on.
     frame = restored_engine.step([(restored, 0, [])])[0]
-    expected = restored_engine.run([last.pixels], [controls_of(engine, Action.TURN_LEFT)], [scene_prompt(again.state)])
+    expected = restored_engine.run(
+        [again.context["seed"]], [controls_of(engine, Action.TURN_LEFT)], [scene_prompt(again.state)]
+    )
     assert frame.number == 7 and np.array_equal(frame.pixels, expected[0][0])
     assert restored_engine.batches[0][1][0] == scene_prompt(again.state) and "night" in scene_prompt(again.state)
 

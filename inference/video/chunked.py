@@ -16,8 +16,8 @@ session once per tick and wants one frame back. This base sits between the two:
 - the pose is estimated by stepping our simulator (`inference.world.state`) with the action each frame was made
   under, so positions, and the platform's area hooks on them, follow what the model was asked to show; world
   events apply to that state, and a model that reads text gets a prompt describing it;
-- a snapshot holds the seed image, the last frame shown, the latch and the simulator state (pose, tick). The
-  model's own context (a KV cache) is not saved: a restored session starts the model again from its last frame.
+- a snapshot holds the seed image and the last frame shown (as JPEG), the latch and the simulator state (pose,
+  tick). The model's own context (a KV cache) is not saved: a restored session restarts it from its last frame.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from inference.engine import Frame, StepRequest, WorldEngine, parse_batch, world_and_state
+from inference.engine import Frame, StepRequest, WorldEngine, encode_jpeg, parse_batch, world_and_state
 from inference.world.events import MAX_ACTION
 from inference.world.renderer import render
 from inference.world.spec import WorldSpec
@@ -54,6 +54,10 @@ class ChunkedConfig:
     # Matrix-Game 2.0 draws 12 frames per action and Oasis 1..16; a chunk beyond this is an adapter's mistake,
     # and the queue that holds it must stay bounded.
     max_chunk_frames: int = 64
+    # The seed and the last frame travel in every snapshot, over WebSockets whose messages daphne caps at 1 MiB: a
+    # generated 640x352 frame is several hundred KB as PNG and about a fifth of that as JPEG at 92 with full colour,
+    # which is as faithful as the model needs to restart from it.
+    snapshot_jpeg_quality: int = 92
 
 
 CONFIG = ChunkedConfig()
@@ -182,8 +186,8 @@ class ChunkedVideoEngine(WorldEngine):
         held = self._sessions[session]
         document = {
             "state": base64.b64encode(to_snapshot(held.state)).decode("ascii"),
-            "seed": base64.b64encode(_png(held.seed)).decode("ascii"),
-            "last_frame": base64.b64encode(_png(held.last_frame)).decode("ascii"),
+            "seed": base64.b64encode(_jpeg(held.seed)).decode("ascii"),
+            "last_frame": base64.b64encode(_jpeg(held.last_frame)).decode("ascii"),
             "latched": held.latched,
         }
         payload = json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
@@ -244,7 +248,7 @@ class ChunkedVideoEngine(WorldEngine):
         try:
             document = json.loads(zlib.decompress(snapshot[len(SNAPSHOT_MAGIC) + 1 :]))
             state_bytes = base64.b64decode(document["state"])
-            seed, last_frame = (_unpng(base64.b64decode(document[key])) for key in ("seed", "last_frame"))
+            seed, last_frame = (_decoded(base64.b64decode(document[key])) for key in ("seed", "last_frame"))
             latched = document["latched"]
         except (zlib.error, json.JSONDecodeError, KeyError, TypeError, binascii.Error, UnidentifiedImageError) as error:
             raise ValueError("not a chunked video snapshot this code reads") from error
@@ -257,11 +261,9 @@ class ChunkedVideoEngine(WorldEngine):
         return world, state, seed, last_frame, latched & MAX_ACTION
 
 
-def _png(image: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format="PNG")
-    return buffer.getvalue()
+def _jpeg(image: np.ndarray) -> bytes:
+    return encode_jpeg(image, CONFIG.snapshot_jpeg_quality, full_colour=True)
 
 
-def _unpng(data: bytes) -> np.ndarray:
+def _decoded(data: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"), dtype=np.uint8)
