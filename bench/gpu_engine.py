@@ -87,27 +87,32 @@ def refusal(engine: str) -> str:
 
 
 def measure(engine: ChunkedVideoEngine, count: int, chunks: int) -> dict[str, float]:
-    """Tick `count` fresh sessions at the engine's rate for `chunks` chunks; the figures for that N."""
+    """Tick `count` fresh sessions at the engine's rate for `chunks` chunks; the figures for that N (the memory
+    figures only where there is CUDA: the same loop runs a CPU engine in the tests)."""
     fps, chunk = engine.facts.frames_per_second, engine.chunk_frames
+    cuda = torch.cuda.is_available()
     sessions = [engine.open_session({"seed": CONFIG.spec_seed + index, "size": 16}) for index in range(count)]
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
     chunk_ms, latencies = [], []
     changed_at: float | None = None  # when the held keys last changed and no frame under them has come back yet
     started = time.perf_counter()
-    measured_from, measured_ticks = 0.0, 0
+    measured_from, measured_ticks = started, 0
     for tick in range(chunks * chunk):
         due = started + tick / fps
         time.sleep(max(0.0, due - time.perf_counter()))  # paced as the host paces; no sleep when behind
-        if tick == chunk:
+        if tick == chunk:  # the first chunk, drawn from the seed, warms up and is not measured
             measured_from, measured_ticks = time.perf_counter(), 0
+        # The keys change half-way through each chunk: the next chunk is the first that can show them.
         action = CONFIG.pattern[((tick + chunk // 2) // chunk) % len(CONFIG.pattern)]
-        if tick % chunk == chunk - chunk // 2 and tick >= chunk:
+        if tick >= chunk and tick % chunk == chunk - chunk // 2:
             changed_at = max(due, time.perf_counter())
         drawing = engine.queued(sessions[0]) == 0
         before = time.perf_counter()
         engine.step([StepRequest(session, action, []) for session in sessions])
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         after = time.perf_counter()
         if tick >= chunk:
             measured_ticks += 1
@@ -117,20 +122,27 @@ def measure(engine: ChunkedVideoEngine, count: int, chunks: int) -> dict[str, fl
                     latencies.append((after - changed_at) * 1000)
                     changed_at = None
     elapsed = time.perf_counter() - measured_from
-    free, total = torch.cuda.mem_get_info()
+    for session in sessions:
+        engine.close(session)
     figures = {
         f"fps_per_session_n{count}": measured_ticks / elapsed,
         f"ms_per_chunk_p50_n{count}": statistics.median(chunk_ms),
         f"input_to_frame_ms_p50_n{count}": statistics.median(latencies) if latencies else float("nan"),
         f"input_to_frame_ms_max_n{count}": max(latencies) if latencies else float("nan"),
-        # This process's allocations; fastvideo runs its model in a worker process, whose memory shows in the
-        # device-wide figure below.
-        f"peak_gpu_memory_allocated_mib_n{count}": torch.cuda.max_memory_allocated() / 2**20,
-        f"gpu_memory_used_mib_n{count}": (total - free) / 2**20,
     }
-    for session in sessions:
-        engine.close(session)
+    if cuda:
+        free, total = torch.cuda.mem_get_info()
+        # This process's allocations; fastvideo runs its model in a worker process, whose memory shows only in
+        # the device-wide figure.
+        figures[f"peak_gpu_memory_allocated_mib_n{count}"] = torch.cuda.max_memory_allocated() / 2**20
+        figures[f"gpu_memory_used_mib_n{count}"] = (total - free) / 2**20
     return figures
+
+
+def sessions_kept_up(figures: dict[str, float], counts: list[int], fps: float) -> int:
+    """The largest N whose sessions each got the engine's rate (2% off for the timer's jitter over a few seconds);
+    0 when even one session fell behind."""
+    return max((count for count in counts if figures[f"fps_per_session_n{count}"] >= fps * 0.98), default=0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,13 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     fps = engine.facts.frames_per_second
     figures["engine_fps"] = fps
-    kept_up = 0
+    measured: dict[str, float] = {}
     for count in arguments.sessions:
-        measured = measure(engine, count, arguments.chunks)
-        figures |= measured
-        print(", ".join(f"{name} {value:.1f}" for name, value in measured.items()), flush=True)
-        if measured[f"fps_per_session_n{count}"] >= fps * 0.98:  # 2% for the timer's jitter over a few seconds
-            kept_up = count
+        these = measure(engine, count, arguments.chunks)
+        print(", ".join(f"{name} {value:.1f}" for name, value in these.items()), flush=True)
+        measured |= these
+    kept_up = sessions_kept_up(measured, arguments.sessions, fps)
+    figures |= measured
     figures["sessions_per_gpu"] = kept_up
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")

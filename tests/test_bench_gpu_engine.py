@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from bench import gpu_engine
+from inference.tests.test_video_chunked import CHUNK, TinyChunkedEngine
 from tests.fixtures import ROOT
 
 
@@ -51,3 +52,20 @@ def test_without_a_gpu_it_stops_at_once_with_the_reason_and_writes_nothing(tmp_p
 def test_an_engine_that_is_not_installed_or_not_chunked_is_named_in_the_refusal() -> None:
     assert gpu_engine.refusal("no-such-engine") == "no engine 'no-such-engine' is installed"
     assert gpu_engine.refusal("raycaster") == "engine 'raycaster' is not a chunked video engine"
+
+
+def test_its_loop_paces_the_sessions_and_times_chunks_and_key_changes_on_a_cpu_engine() -> None:
+    figures = gpu_engine.measure(TinyChunkedEngine(), count=2, chunks=3)  # 12 ticks at 20 fps: about half a second
+    assert figures["fps_per_session_n2"] == pytest.approx(20, rel=0.15)
+    assert figures["ms_per_chunk_p50_n2"] > 0
+    # A key changed half-way through a chunk shows when the next chunk comes: half a chunk later, at 20 fps.
+    half_chunk_ms = CHUNK // 2 * 1000 / 20
+    assert half_chunk_ms * 0.8 <= figures["input_to_frame_ms_p50_n2"] <= half_chunk_ms * 1.8
+    if not torch.cuda.is_available():
+        assert not [name for name in figures if "memory" in name]
+
+
+def test_sessions_per_gpu_is_the_largest_count_that_kept_the_rate() -> None:
+    figures = {"fps_per_session_n1": 24.1, "fps_per_session_n2": 23.6, "fps_per_session_n4": 17.0}
+    assert gpu_engine.sessions_kept_up(figures, [1, 2, 4], 24) == 2
+    assert gpu_engine.sessions_kept_up({"fps_per_session_n1": 12.0}, [1], 24) == 0
