@@ -4,9 +4,10 @@ through fastvideo 0.2.1's `StreamingVideoGenerator`.
 
 The model is a causal Wan 2.1 image-to-video DiT distilled to a few denoising steps, with an action module in
 its blocks: it starts from a seed image and, for each `step(keyboard, mouse)`, denoises a block of 3 latent
-frames that its VAE decodes to 12 frames of 640x352 (the first block to 9, the VAE being causal). The "universal"
-checkpoint takes four keys (W, S, A, D) and a camera motion per frame (pitch, yaw); fastvideo's demo sends a yaw
-of 0.1 per frame for a turn, which is what the arrow keys map to here.
+frames that its VAE decodes to frames of 640x352, 12 per step in fastvideo's example (the base takes a shorter
+chunk as it comes, in case the causal VAE's first block gives fewer). The "universal" checkpoint takes four keys
+(W, S, A, D) and a camera motion per frame (pitch, yaw); fastvideo's demo sends a yaw of 0.1 per frame for a
+turn, which is what the arrow keys map to here.
 
 A generator holds one stream: `reset` starts it from an image, and it lasts `stream_frames` frames, after which
 this engine restarts it from the last frame shown. A generator holds its own copy of the weights, so the
@@ -40,22 +41,23 @@ from inference.world.state import Action
 class MatrixGameConfig:
     """Defaults of the Matrix-Game 2.0 engine."""
 
-    # The size the distilled checkpoints were trained at, and what fastvideo's streaming example asks for.
+    # What fastvideo's streaming example asks for: 80x44 latents at the VAE's 8x.
     width: int = 640
     height: int = 352
     # fastvideo writes a stream's video at 24 fps: the rate its frames are meant to be watched at.
     frames_per_second: int = 24
     # One step denoises 3 latent frames, which the VAE decodes to 4 frames each.
     chunk_frames: int = 12
-    # The example's stream length: (597 - 1) / 4 + 1 = 150 latent frames, 50 steps; the pipeline stops
-    # answering after that, so a stream is restarted from its last frame when it is spent.
+    # The example's stream length: (597 - 1) / 4 + 1 = 150 latent frames, 50 steps of 3; past them the pipeline's
+    # streaming_step draws nothing new, so a spent stream is restarted from its last frame.
     stream_frames: int = 597
     steps_per_stream: int = 50
-    # The example's setting; the distilled pipeline denoises with its own three DMD steps whatever it says.
+    # The example's setting (the distilled pipeline's config also names its DMD timesteps 1000, 666, 333).
     num_inference_steps: int = 50
     # fastvideo's CAM_VALUE: the yaw per frame its demo sends while a turn key is held.
     camera_speed: float = 0.1
-    # One generator per session: each holds its own weights (about 20 GB of GPU memory in bf16 with the VAE).
+    # One generator per session: each holds its own copy of the weights (DiT, VAE, image encoder), in its own
+    # fastvideo worker process.
     streams: int = 1
     weights_variable: str = "WORLDLOOM_MATRIX_GAME_WEIGHTS"
     # The parts fastvideo's Matrix-Game 2.0 pipeline loads (its `_required_config_modules`), with the index.
