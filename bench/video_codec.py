@@ -2,7 +2,7 @@
 
 The frames are a walk through a demo world (frost-ruins, with falling snow) as the raycaster draws it at
 640x352 (the video world models' size) and 1280x720, with held keys changing every few frames. Each codec
-encodes them as the worker does (inference.video.VideoEncoder: H.264 constrained baseline and VP8, their
+encodes them as the worker does (inference.video.encoder.VideoEncoder: H.264 constrained baseline and VP8, their
 realtime settings, key frames every 2 s); its packets are decoded with FFmpeg's decoders and compared with the
 rendered frames (PSNR over RGB, the mean of the frames'). JPEG is then encoded at the quality whose mean PSNR
 comes nearest H.264's, so `bytes_per_second_*` compares the two at the same picture quality; at 20 frames a
@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 
 from inference.engine import RaycastVideoEngine, StepRequest, encode_jpeg
-from inference.video import VideoEncoder
+from inference.video.encoder import VideoEncoder
 from inference.world.state import Action
 
 WORLD = Path(__file__).resolve().parent.parent / "worlds" / "demo_content" / "frost-ruins.json"

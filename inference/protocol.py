@@ -46,7 +46,7 @@ SESSION_ID_BYTES = 16
 FrameCodec = Literal["jpeg", "h264", "vp8"]
 FRAME_CODECS: tuple[str, ...] = get_args(FrameCodec)
 KEY_FRAME_FLAG = 0x01  # the flags byte: the picture decodes without the frames before it
-# What a browser hands WebCodecs' VideoDecoder.configure for each video codec, as inference.video encodes it.
+# What a browser hands WebCodecs' VideoDecoder.configure for each video codec, as inference.video.encoder encodes it.
 # avc1.42C01F, as libx264's sequence parameter set says: profile 0x42 (baseline) with constraint flags 0xC0
 # (constraint_set1: constrained baseline, which every H.264 decoder plays), level 3.1 (0x1F), which holds up to
 # 1280x720 at 30 fps.

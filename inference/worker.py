@@ -41,7 +41,7 @@ from inference.language.base import LanguageModel
 from inference.language.embedding import default_embedder
 from inference.play.host import CONVERSATION, Job, SessionHost
 from inference.play.narrator import Narrator
-from inference.video import VideoEncoder
+from inference.video.encoder import VideoEncoder
 
 # Sessions whose newest frame number a worker remembers after a lost connection.
 FRAMES_SENT_KEPT = 10_000

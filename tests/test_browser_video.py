@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page
 
 from inference import protocol as worker_protocol
-from inference.video import CONFIG as VIDEO
+from inference.video.encoder import CONFIG as VIDEO
 from play.models import PlaySession
 from play.protocol import BROWSER_FRAME_HEADER
 from play.tests.factories import PlaySessionFactory

@@ -8,7 +8,7 @@ import pytest
 
 from inference.engine import RaycastVideoEngine, StepRequest, create_engine
 from inference.protocol import WEBCODECS_CODECS
-from inference.video import VideoConfig, VideoEncoder
+from inference.video.encoder import VideoConfig, VideoEncoder
 from inference.world.state import Action
 
 WIDTH, HEIGHT = 64, 48
