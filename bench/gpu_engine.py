@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from inference.engine import StepRequest, _engine_class
+from inference.engine import StepRequest, engine_class_or_reason
 from inference.video.chunked import ChunkedVideoEngine
 from inference.video.matrix_game import CONFIG as MATRIX_GAME
 from inference.world.state import Action
@@ -75,7 +75,7 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
 
 def refusal(engine: str) -> str:
     """Why the benchmark cannot run here, as a sentence; empty when it can."""
-    engine_class = _engine_class(engine)
+    engine_class = engine_class_or_reason(engine)
     if isinstance(engine_class, str):
         return engine_class
     if not issubclass(engine_class, ChunkedVideoEngine):
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if reason:
         print(f"gpu_engine: {reason}", file=sys.stderr)
         return 2
-    engine_class = _engine_class(arguments.engine)
+    engine_class = engine_class_or_reason(arguments.engine)
     assert isinstance(engine_class, type)
     loading = time.perf_counter()
     # One engine for every N: each stream holds its own weights, loaded once for the largest N.

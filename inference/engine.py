@@ -245,7 +245,7 @@ def _registered() -> dict[str, EntryPoint]:
     return {entry.name: entry for entry in entry_points(group=ENGINE_GROUP)}
 
 
-def _engine_class(name: str) -> type[WorldEngine] | str:
+def engine_class_or_reason(name: str) -> type[WorldEngine] | str:
     """The engine class registered as `name`, or why it cannot be had (not installed; its import failed)."""
     entry = _registered().get(name)
     return _loaded(entry) if entry is not None else f"no engine {name!r} is installed"
@@ -281,7 +281,7 @@ def available_engines() -> dict[str, type[WorldEngine]]:
 
 def create_engine(name: str, **options: Any) -> WorldEngine:
     """Build the engine called `name` with its keyword options (a model engine may be given its checkpoint)."""
-    engine_class = _engine_class(name)
+    engine_class = engine_class_or_reason(name)
     if not isinstance(engine_class, type):
         raise ValueError(f"unknown engine {name!r}; available: {', '.join(sorted(available_engines()))}")
     return engine_class(**options)
