@@ -68,7 +68,7 @@ class TinyChunkedEngine(ChunkedVideoEngine):
     chunk_frames = CHUNK
     takes_prompt = True
 
-    def __init__(self, max_batch: int = 8, extra_frames: int = 0) -> None:
+    def __init__(self, max_batch: int = 8, extra_frames: int = 0, device: str = "cpu") -> None:
         super().__init__(max_batch=max_batch)
         torch.manual_seed(0)
         self.model = TinyVideoModel(CHUNK + extra_frames, 6).eval()

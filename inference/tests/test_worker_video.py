@@ -11,15 +11,18 @@ import pytest
 from inference import protocol, worker
 from inference.engine import RaycastEngine, RaycastVideoEngine
 from inference.language.embedding import HashedWordsEmbedder
+from inference.tests.test_video_chunked import CHUNK, HEIGHT, WIDTH, TinyChunkedEngine
 
 SPEC = {"seed": 3, "size": 10}
 
 
 @pytest.fixture
 def video_worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[worker.InferenceWorker]:
-    """A worker with the two raycasters (JPEG and H.264) and the hashed-words embedder: it starts in a blink."""
-    engines = {"raycaster": RaycastEngine, "raycaster-video": RaycastVideoEngine}
+    """A worker with the two raycasters (JPEG and H.264), a tiny chunked video model and the hashed-words embedder:
+    it starts in a blink."""
+    engines = {"raycaster": RaycastEngine, "raycaster-video": RaycastVideoEngine, "tiny-chunked": TinyChunkedEngine}
     monkeypatch.setattr(worker, "available_engines", lambda: engines)
+    monkeypatch.setattr(worker, "create_engine", lambda name, **options: engines[name](**options))
     monkeypatch.setattr(worker, "default_embedder", HashedWordsEmbedder)
     inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
     yield inference_worker
@@ -67,3 +70,21 @@ def test_a_session_closed_or_opened_anew_gets_a_new_encoder_whose_first_frame_is
     assert video not in video_worker.encoders
     video_worker.handle(protocol.SessionOpen(session=video, engine="raycaster-video", spec=SPEC))
     assert [ticked(video_worker)[video][0].key for _ in range(2)] == [True, False]
+
+
+def test_a_chunked_engine_streams_one_decodable_h264_frame_a_tick_through_the_worker(
+    video_worker: worker.InferenceWorker,
+) -> None:
+    session = str(uuid.uuid4())
+    video_worker.handle(protocol.SessionOpen(session=session, engine="tiny-chunked", spec=SPEC))
+    decoder = av.CodecContext.create("h264", "r")
+    numbers = []
+    for tick in range(3 * CHUNK):
+        frames = ticked(video_worker)
+        assert list(frames) == [session]  # one frame a tick though the model draws CHUNK at a time
+        header, picture = frames[session]
+        assert (header.codec, header.key) == ("h264", tick == 0)
+        (decoded,) = decoder.decode(av.Packet(picture))
+        assert (decoded.width, decoded.height) == (WIDTH, HEIGHT)
+        numbers.append(header.number)
+    assert numbers == sorted(set(numbers))
