@@ -56,6 +56,8 @@ Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_LENGTH)]
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LENGTH)]
 # The platform's session ids are UUIDs; tests and replays of a log name sessions freely.
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+# The platform's signed address of one browser of a session: opaque to the worker, which only hands it back.
+Viewer = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 RequestNumber = Annotated[int, msgspec.Meta(ge=0, le=MAX_TICK)]
 WorldEvent = dict[str, Any]  # checked by the engine (inference.world.events.parse_event)
 PlayerInput = dict[str, Any]  # an input as the platform logged it; the session host reads its `type`
@@ -194,6 +196,9 @@ class SessionOpen(Message, tag="session.open", kw_only=True, frozen=True):
     target_tick: Tick | None = None
     # The world's cast, hooks, rating and the safety filter's term lists (read by inference.narrative.setting).
     narrative: dict[str, Any] | None = None
+    # A browser arrived at a session this worker may host already: the answer saying where it stands (opened,
+    # narration, choices) carries this back and goes to that browser alone, not to every browser again.
+    viewer: Viewer | None = None
 
 
 class SessionInput(Message, tag="session.input", kw_only=True, frozen=True):
@@ -256,9 +261,10 @@ class WorkerHeartbeat(Message, tag="worker.heartbeat", kw_only=True, frozen=True
     free_slots: Slots
 
 
-class SessionOpened(Message, tag="session.opened", kw_only=True, frozen=True):
+class SessionOpened(Message, tag="session.opened", kw_only=True, omit_defaults=True, frozen=True):
     session: SessionId
     tick: Tick
+    viewer: Viewer | None = None  # the SessionOpen's: for that browser only
 
 
 class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults=True, frozen=True):
@@ -288,18 +294,20 @@ class SessionSnapshot(Message, tag="session.snapshot", kw_only=True, frozen=True
     narrative: NarrativeState
 
 
-class SessionNarration(Message, tag="session.narration", kw_only=True, frozen=True):
+class SessionNarration(Message, tag="session.narration", kw_only=True, omit_defaults=True, frozen=True):
     session: SessionId
     text: Text
+    viewer: Viewer | None = None  # for that browser only (see SessionOpen.viewer); else for all of them
 
 
-class SessionChoices(Message, tag="session.choices", kw_only=True, frozen=True):
+class SessionChoices(Message, tag="session.choices", kw_only=True, omit_defaults=True, frozen=True):
     """The choices on offer at `beat` (none while they are being written)."""
 
     session: SessionId
     beat: Name
     choices: list[Text]
     ended: bool
+    viewer: Viewer | None = None  # for that browser only (see SessionOpen.viewer); else for all of them
 
 
 class SessionError(Message, tag="session.error", kw_only=True, omit_defaults=True, frozen=True):

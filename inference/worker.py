@@ -455,13 +455,13 @@ class InferenceWorker:
 
     def reopen_hosted(self, message: protocol.SessionOpen) -> list[protocol.WorkerToPlatform]:
         """The platform opens a session this worker already hosts (a browser arrived, or a restarted daphne
-        or channel layer may have lost messages): say where its story stands and apply the logged inputs that
-        never arrived; the host skips those it applied already."""
+        or channel layer may have lost messages): say where its story stands (to the arriving browser alone, when
+        the open names it) and apply the logged inputs that never arrived; the host skips those it applied already."""
         session = message.session
         replies: list[protocol.WorkerToPlatform] = [
-            protocol.SessionOpened(session=session, tick=self.host.sessions[session].tick)
+            protocol.SessionOpened(session=session, tick=self.host.sessions[session].tick, viewer=message.viewer)
         ]
-        replies += self.host.refresh(session)
+        replies += self.host.refresh(session, message.viewer)
         for pending in message.pending:
             replies += self.host.input(session, pending.sequence, pending.input)
         return replies + self.host.early_inputs_apply(session)

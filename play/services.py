@@ -12,11 +12,13 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+import msgspec
 import numpy as np
 from asgiref.sync import async_to_sync
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.core import signing
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -57,6 +59,27 @@ FRAMES_LAYER = "frames"
 def session_group(session_id: Any) -> str:
     """The channel-layer group of a session's browsers (on both layers)."""
     return f"play.{session_id}"
+
+
+VIEWER_SALT = "play.viewer"
+
+
+def viewer_address(session_id: Any, channel_name: str) -> str:
+    """A browser's address for a worker to hand back: signed, and bound to the session, so that a worker can
+    answer one browser of a session it hosts and reach no other channel."""
+    return signing.dumps([str(session_id), channel_name], salt=VIEWER_SALT, compress=True)
+
+
+def viewer_channel(address: str, *, session_id: Any) -> str:
+    """The channel of the browser a worker's answer is for, or ValueError if the address is not one this
+    platform signed for that session."""
+    try:
+        session, channel_name = signing.loads(address, salt=VIEWER_SALT)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise ValueError("the viewer's address is not one the platform gave") from None
+    if session != str(session_id):
+        raise ValueError("the viewer's address is for another session")
+    return str(channel_name)
 
 
 def send_to_worker(
@@ -403,9 +426,10 @@ def session_unwatched_seconds(*, session_id: Any) -> float:
 
 
 @transaction.atomic
-def session_resume(*, session: PlaySession) -> None:
-    """A browser arrived: a parked session queues again and is dispatched from its snapshot and log; a
-    running one is reopened on its worker (see session_reopen)."""
+def session_resume(*, session: PlaySession, viewer: str | None = None) -> None:
+    """A browser arrived (on the channel `viewer`): a parked session queues again and is dispatched from its
+    snapshot and log; a running one is reopened on its worker (see session_reopen), which answers that browser
+    alone: a crowd joining one by one must not have every browser sent the story again at each arrival."""
     PlaySession.objects.filter(pk=session.pk, status=SessionStatus.PARKED).update(
         status=SessionStatus.QUEUED, queued_at=timezone.now()
     )
@@ -413,15 +437,18 @@ def session_resume(*, session: PlaySession) -> None:
     if session.status == SessionStatus.QUEUED:
         session_dispatch(session=session)
     elif session.status == SessionStatus.RUNNING and session.worker is not None:
-        session_reopen(session=session)
+        session_reopen(session=session, viewer=viewer)
 
 
-def session_reopen(*, session: PlaySession) -> None:
+def session_reopen(*, session: PlaySession, viewer: str | None = None) -> None:
     """Send a running session's open to its worker again: a worker hosting it resends where its story stands
     and applies logged inputs it never received; one that lost it (a restart of daphne or of the channel
     layer dropped its connection without a disconnect, or the first open) reopens it from snapshot and log."""
     assert session.worker is not None
-    send_to_worker(session.worker.channel_name, session_open_message(session=session), required=False)
+    message = session_open_message(session=session)
+    if viewer is not None:
+        message = msgspec.structs.replace(message, viewer=viewer_address(session.pk, viewer))
+    send_to_worker(session.worker.channel_name, message, required=False)
 
 
 def session_inputs_resend(*, session_id: Any) -> None:

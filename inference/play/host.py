@@ -294,9 +294,10 @@ class SessionHost:
             hosted.outbox += self.reacted(hosted, hosted.play.stepped(hosted.tick, frame.position))
         return frames
 
-    def refresh(self, session_id: str) -> list[WorkerToPlatform]:
-        """What a browser arriving at a running session needs to see at once: where the story stands."""
-        return self.sessions[session_id].play.refresh()
+    def refresh(self, session_id: str, viewer: str | None = None) -> list[WorkerToPlatform]:
+        """What a browser arriving at a running session needs to see at once: where the story stands, for
+        that `viewer` alone when it is named."""
+        return self.sessions[session_id].play.refresh(viewer)
 
     def snapshot(self, session_id: str) -> SessionSnapshot:
         hosted = self.sessions[session_id]

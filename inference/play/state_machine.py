@@ -212,9 +212,10 @@ class PlayStateMachine:
             outgoing += self.hooks_fired_at(position)
         return self._reaction(outgoing)
 
-    def refresh(self) -> list[WorkerToPlatform]:
-        """What a browser arriving at a running session needs to see at once: where the story stands."""
-        return self.story_messages() if self.story is not None else []
+    def refresh(self, viewer: str | None = None) -> list[WorkerToPlatform]:
+        """What a browser arriving at a running session needs to see at once: where the story stands, for
+        that `viewer` alone when it is named."""
+        return self.story_messages(viewer) if self.story is not None else []
 
     def conversation_record(self, character: str, said: str, reply: str) -> None:
         """Keep a finished exchange for the next prompts."""
@@ -468,18 +469,18 @@ class PlayStateMachine:
             )
         )
 
-    def story_messages(self) -> list[WorkerToPlatform]:
+    def story_messages(self, viewer: str | None = None) -> list[WorkerToPlatform]:
         """Where the story stands: the beat's scene and its choices, none while they are being written (the
         player then says that the story is thinking, however the beat was reached)."""
         assert self.story is not None and self.story_state is not None
         scene = self.story.scene(self.story_state)
-        return [SessionNarration(session=self.session, text=scene), self.choices_message()]
+        return [SessionNarration(session=self.session, text=scene, viewer=viewer), self.choices_message(viewer)]
 
-    def choices_message(self) -> SessionChoices:
+    def choices_message(self, viewer: str | None = None) -> SessionChoices:
         assert self.story is not None and self.story_state is not None
         state = self.story_state
         return SessionChoices(
-            session=self.session, beat=state.beat, choices=self.story.choices(state), ended=state.ended
+            session=self.session, beat=state.beat, choices=self.story.choices(state), ended=state.ended, viewer=viewer
         )
 
 

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 from websockets.sync.server import Server, ServerConnection, serve
 
@@ -155,4 +156,23 @@ def test_a_message_that_fails_fails_its_own_session_and_the_others_go_on(
     assert isinstance(applied[0], protocol.SessionApplied)
     (closed,) = inference_worker.handle(protocol.SessionInput(session="broken", sequence=2, input=key))
     assert isinstance(closed, protocol.SessionError) and "not running" in closed.error
+    inference_worker.threads_stop()
+
+
+def test_a_reopen_naming_a_viewer_answers_that_viewer_alone_and_a_plain_one_answers_everyone(
+    small_engines: None,
+) -> None:
+    inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
+    story = {"title": "Hall", "start_beat": "hall", "beats": [{"name": "hall", "scene": "A hall.", "choices": []}]}
+    opening = protocol.SessionOpen(session="s", engine="raycaster", spec={"seed": 1, "size": 8}, story=story)
+    inference_worker.handle(opening)
+
+    arrived = inference_worker.handle(msgspec.structs.replace(opening, viewer="signed-address"))
+    again = inference_worker.handle(opening)
+
+    kinds = ["session.opened", "session.narration", "session.choices"]
+    assert [protocol.type_of(message) for message in arrived] == kinds
+    assert [getattr(message, "viewer", None) for message in arrived] == ["signed-address"] * 3
+    assert [protocol.type_of(message) for message in again] == kinds
+    assert [getattr(message, "viewer", None) for message in again] == [None] * 3
     inference_worker.threads_stop()
