@@ -10,8 +10,9 @@ Sessions: the platform logs every input before it forwards it, and numbers it in
 opens a session on a worker with `session.open` (its last snapshot, the logged inputs to replay at their ticks
 up to `target_tick`, the last frame anyone saw, and the pending inputs to apply as new) and forwards inputs
 with `session.input`. The worker streams binary frames (`WORKER_FRAME_HEADER`: session UUID, frame number,
-last applied sequence, then the JPEG) and reports what each input became at which tick (`session.applied`),
-snapshots, and what the session's browsers see. A forwarded input that came after a gap still open two ticks
+last applied sequence, then the JPEG) and reports, once a tick for all its sessions, what each input applied
+since the last report became at which tick (`inputs.applied`, a list of `session.applied`), snapshots, and what
+the session's browsers see. A forwarded input that came after a gap still open two ticks
 later makes the worker ask for a reopen (`session.missing`), whose pending inputs fill it. Narrative work asks
 the platform for a character's memories (`session.recall`, answered by `session.recalled`), keeps what a
 player told a character (`session.exchange`), and proposes what a language model decided (`session.propose`:
@@ -269,7 +270,7 @@ class SessionOpened(Message, tag="session.opened", kw_only=True, omit_defaults=T
 
 class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults=True, frozen=True):
     """An input applied at `tick`: the world events it became, the story after it and the hooks it fired, when
-    it changed them; the platform logs them, and a reopen replays them."""
+    it changed them; the platform logs them, and a reopen replays them. Sent within `inputs.applied`."""
 
     session: SessionId
     sequence: Sequence
@@ -277,6 +278,13 @@ class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults
     events: list[WorldEvent]
     story: StoryState | None = None
     hooks: list[str] = []
+
+
+class InputsApplied(Message, tag="inputs.applied", kw_only=True, frozen=True):
+    """Every input the worker applied since its last report, of all its sessions, in the order applied: one
+    message (and one write on the platform) a tick, where a busy Live world made one for each input."""
+
+    applied: list[SessionApplied]
 
 
 class SessionMissing(Message, tag="session.missing", kw_only=True, frozen=True):
@@ -386,7 +394,7 @@ WorkerToPlatform = (
     WorkerHello
     | WorkerHeartbeat
     | SessionOpened
-    | SessionApplied
+    | InputsApplied
     | SessionMissing
     | SessionSnapshot
     | SessionNarration

@@ -209,6 +209,8 @@ class InferenceWorker:
         self.connected = asyncio.Event()
         self.input_arrived = asyncio.Event()
         self.connection: ClientConnection | None = None
+        # Inputs applied since the last tick's report (InputsApplied), in the order applied.
+        self.applied: list[protocol.SessionApplied] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.recalls: dict[int, asyncio.Future[protocol.SessionRecalled]] = {}
         # The newest frame number sent for each session, kept across a lost connection: a daphne killed between
@@ -273,6 +275,7 @@ class InferenceWorker:
         )
         await connection.send(protocol.encode(hello))
         self.connection, self.loop = connection, asyncio.get_running_loop()
+        self.applied = []  # a lost connection's reports went with its sessions, which the platform reopens
         self.connected.set()
         logger.info("connected to %s as %s with engines %s", self.config.url, welcome.worker, list(self.engines))
         # Whichever ends first ends the connection: the platform closing it, a failed send, or the watchdog
@@ -308,7 +311,10 @@ class InferenceWorker:
                 continue
             replies = await self.on_engine_thread(self.handle, message, about=session_of(message))
             for reply in replies:
-                await connection.send(protocol.encode(reply))
+                if isinstance(reply, protocol.SessionApplied):
+                    self.applied.append(reply)  # reported with the others at the next tick (applied_report)
+                else:
+                    await connection.send(protocol.encode(reply))
             if isinstance(message, protocol.SessionInput) and self.host.input_brings_tick_forward(message.session):
                 self.input_arrived.set()
 
@@ -375,6 +381,7 @@ class InferenceWorker:
                     await asyncio.sleep(schedule.wait(time.monotonic(), input_waiting=True))
             self.input_arrived.clear()
             schedule.started(time.monotonic())
+            await self.applied_report(connection)
             if not self.host.sessions:
                 continue
             frames, messages = await self.on_engine_thread(self.host.tick)
@@ -387,6 +394,13 @@ class InferenceWorker:
                 self.frame_sent(frame.session, frame.number)
             for message in messages:
                 await connection.send(protocol.encode(message))
+
+    async def applied_report(self, connection: ClientConnection) -> None:
+        """Report the inputs applied since the last tick, of every session, in one message: before the frames that
+        show them, as each report went before."""
+        if self.applied:
+            report, self.applied = protocol.InputsApplied(applied=self.applied), []
+            await connection.send(protocol.encode(report))
 
     def frame_sent(self, session: str, number: int) -> None:
         self.frames_sent[session] = number

@@ -113,18 +113,15 @@ class WorkerConsumer(WorkerEndpoint):
             await cache.aset(last_frame_key(session), number, timeout=None)
 
     async def message_received(self, message: protocol.WorkerToPlatform) -> None:
+        if isinstance(message, protocol.InputsApplied):
+            for applied in message.applied:
+                self.check_assigned(applied.session)
+            self.record(
+                play.session_inputs_applied, applied=[play.applied_effects(applied) for applied in message.applied]
+            )
+            return
         session = self.assigned_session(message)
         match message:
-            case protocol.SessionApplied():
-                self.record(
-                    play.session_input_applied,
-                    session_id=session,
-                    sequence=message.sequence,
-                    tick=message.tick,
-                    events=message.events,
-                    story=msgspec.to_builtins(message.story) if message.story is not None else None,
-                    hooks=message.hooks,
-                )
             case protocol.SessionMissing():
                 self.record(play.session_inputs_resend, session_id=session)
             case protocol.SessionSnapshot():

@@ -20,7 +20,7 @@ from django.utils import timezone
 from accounts.tests.factories import UserFactory
 from config.routing import application
 from inference import protocol
-from play.models import PlaySession
+from play.models import PlaySession, SessionEvent
 from play.services import event_log_and_forward, session_group, viewer_address, worker_forward_event
 from play.tests.factories import PlaySessionFactory
 from play.tests.test_play_consumer import connect as browser_connect
@@ -279,4 +279,64 @@ async def test_a_worker_cannot_answer_a_browser_with_an_address_the_platform_did
     with pytest.raises(asyncio.TimeoutError):
         async with asyncio.timeout(0.3):
             await get_channel_layer().receive(browser_channel)
+    await worker.disconnect()
+
+
+async def test_a_tick_s_report_records_every_input_it_applied_in_every_session() -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    sessions = [await database_sync_to_async(PlaySessionFactory)(status="running", worker=node) for _ in range(2)]
+    for session in sessions:
+        await assigned(worker, "gpu-box-1", str(session.pk))
+        for _ in range(2):
+            await database_sync_to_async(log_input)(session.pk)
+            assert (await worker.receive_json_from())["type"] == "session.input"
+    first, second = (str(session.pk) for session in sessions)
+    report = protocol.InputsApplied(
+        applied=[
+            protocol.SessionApplied(session=first, sequence=1, tick=4, events=[]),
+            protocol.SessionApplied(session=second, sequence=1, tick=4, events=[{"kind": "snow"}]),
+            protocol.SessionApplied(
+                session=first, sequence=2, tick=5, events=[], story=protocol.StoryState(beat="left"), hooks=["door"]
+            ),
+        ]
+    )
+    await send(worker, report)
+    await send(worker, protocol.WorkerHeartbeat(free_slots=1))  # recorded after the report, in order
+    assert await worker.receive_nothing(timeout=0.5)
+
+    def recorded() -> dict[tuple[str, int], tuple[int | None, dict]]:
+        return {
+            (str(event.session_id), event.sequence): (event.applied_tick, event.applied_effects)
+            for event in SessionEvent.objects.all()
+        }
+
+    story = msgspec.to_builtins(protocol.StoryState(beat="left"))
+    assert await database_sync_to_async(recorded)() == {
+        (first, 1): (4, {"events": []}),
+        (first, 2): (5, {"events": [], "story": story, "hooks": ["door"]}),
+        (second, 1): (4, {"events": [{"kind": "snow"}]}),
+        (second, 2): (None, {}),
+    }
+    await worker.disconnect()
+
+
+async def test_a_report_naming_a_session_not_assigned_to_the_worker_is_refused_whole() -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=node)
+    await assigned(worker, "gpu-box-1", str(session.pk))
+    await database_sync_to_async(log_input)(session.pk)
+    assert (await worker.receive_json_from())["type"] == "session.input"
+    report = protocol.InputsApplied(
+        applied=[
+            protocol.SessionApplied(session=str(session.pk), sequence=1, tick=4, events=[]),
+            protocol.SessionApplied(session=str(uuid.uuid4()), sequence=1, tick=4, events=[]),
+        ]
+    )
+    await send(worker, report)
+
+    assert "not assigned" in (await worker.receive_json_from())["error"]
+    ticks = await database_sync_to_async(lambda: list(SessionEvent.objects.values_list("applied_tick", flat=True)))()
+    assert ticks == [None]
     await worker.disconnect()
