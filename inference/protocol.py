@@ -408,6 +408,9 @@ WorkerToPlatform = (
     | SessionPropose
     | SessionBlocked
 )
+# What a session's host answers: the messages above, and applied inputs, which the worker reports a tick at a time
+# (InputsApplied).
+WorkerReply = WorkerToPlatform | SessionApplied
 _platform_decoder = msgspec.json.Decoder(PlatformToWorker)
 _worker_decoder = msgspec.json.Decoder(WorkerToPlatform)
 

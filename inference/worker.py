@@ -407,7 +407,7 @@ class InferenceWorker:
         if len(self.frames_sent) > FRAMES_SENT_KEPT:
             del self.frames_sent[next(iter(self.frames_sent))]  # the session that sent its first frame longest ago
 
-    def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
+    def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerReply]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies.
 
         A message that fails fails its own session, which the player may open again; any other session goes on.
@@ -430,7 +430,7 @@ class InferenceWorker:
             self.jobs_start(self.host.take_jobs())
         return replies
 
-    def apply(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
+    def apply(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerReply]:
         if isinstance(message, protocol.PlatformError):
             logger.error("platform reported: %s", message.error)
             return []
@@ -467,12 +467,12 @@ class InferenceWorker:
         logger.warning("ignoring a %s message this worker does not handle", protocol.type_of(message))
         return []
 
-    def reopen_hosted(self, message: protocol.SessionOpen) -> list[protocol.WorkerToPlatform]:
+    def reopen_hosted(self, message: protocol.SessionOpen) -> list[protocol.WorkerReply]:
         """The platform opens a session this worker already hosts (a browser arrived, or a restarted daphne
         or channel layer may have lost messages): say where its story stands (to the arriving browser alone, when
         the open names it) and apply the logged inputs that never arrived; the host skips those it applied already."""
         session = message.session
-        replies: list[protocol.WorkerToPlatform] = [
+        replies: list[protocol.WorkerReply] = [
             protocol.SessionOpened(session=session, tick=self.host.sessions[session].tick, viewer=message.viewer)
         ]
         replies += self.host.refresh(session, message.viewer)
