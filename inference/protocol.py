@@ -12,9 +12,10 @@ up to `target_tick`, the last frame anyone saw, and the pending inputs to apply 
 with `session.input`. The worker streams binary frames (`WORKER_FRAME_HEADER`: session UUID, frame number,
 last applied sequence, codec, flags (key frame), then the JPEG or the video packet); the platform asks for a
 video session's next frame to be a key frame when a viewer arrives or falls behind (`session.key_frame`). It
-reports what each input became at which tick (`session.applied`),
-snapshots, and what the session's browsers see. A forwarded input that came after a gap still open two ticks
-later makes the worker ask for a reopen (`session.missing`), whose pending inputs fill it. Narrative work asks
+reports, once a tick for all its sessions, what each input applied since the last report became at which tick
+(`inputs.applied`, a list of `session.applied`), snapshots, and what the session's browsers see. A forwarded
+input that came after a gap still open two ticks later makes the worker ask for a reopen (`session.missing`),
+whose pending inputs fill it. Narrative work asks
 the platform for a character's memories (`session.recall`, answered by `session.recalled`), keeps what a
 player told a character (`session.exchange`), and proposes what a language model decided (`session.propose`:
 an `Offer` of a beat's choices, a `HookOutcome`, an `OwnChoice`), which the platform logs as the session's
@@ -68,6 +69,8 @@ Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_LENGTH)]
 Name = Annotated[str, msgspec.Meta(max_length=MAX_NAME_LENGTH)]
 # The platform's session ids are UUIDs; tests and replays of a log name sessions freely.
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+# The platform's signed address of one browser of a session: opaque to the worker, which only hands it back.
+Viewer = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 RequestNumber = Annotated[int, msgspec.Meta(ge=0, le=MAX_TICK)]
 WorldEvent = dict[str, Any]  # checked by the engine (inference.world.events.parse_event)
 PlayerInput = dict[str, Any]  # an input as the platform logged it; the session host reads its `type`
@@ -206,6 +209,9 @@ class SessionOpen(Message, tag="session.open", kw_only=True, frozen=True):
     target_tick: Tick | None = None
     # The world's cast, hooks, rating and the safety filter's term lists (read by inference.narrative.setting).
     narrative: dict[str, Any] | None = None
+    # A browser arrived at a session this worker may host already: the answer saying where it stands (opened,
+    # narration, choices) carries this back and goes to that browser alone, not to every browser again.
+    viewer: Viewer | None = None
 
 
 class SessionInput(Message, tag="session.input", kw_only=True, frozen=True):
@@ -274,14 +280,15 @@ class WorkerHeartbeat(Message, tag="worker.heartbeat", kw_only=True, frozen=True
     free_slots: Slots
 
 
-class SessionOpened(Message, tag="session.opened", kw_only=True, frozen=True):
+class SessionOpened(Message, tag="session.opened", kw_only=True, omit_defaults=True, frozen=True):
     session: SessionId
     tick: Tick
+    viewer: Viewer | None = None  # the SessionOpen's: for that browser only
 
 
 class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults=True, frozen=True):
     """An input applied at `tick`: the world events it became, the story after it and the hooks it fired, when
-    it changed them; the platform logs them, and a reopen replays them."""
+    it changed them; the platform logs them, and a reopen replays them. Sent within `inputs.applied`."""
 
     session: SessionId
     sequence: Sequence
@@ -289,6 +296,13 @@ class SessionApplied(Message, tag="session.applied", kw_only=True, omit_defaults
     events: list[WorldEvent]
     story: StoryState | None = None
     hooks: list[str] = []
+
+
+class InputsApplied(Message, tag="inputs.applied", kw_only=True, frozen=True):
+    """Every input the worker applied since its last report, of all its sessions, in the order applied: one
+    message (and one write on the platform) a tick, where a busy Live world made one for each input."""
+
+    applied: list[SessionApplied]
 
 
 class SessionMissing(Message, tag="session.missing", kw_only=True, frozen=True):
@@ -306,18 +320,20 @@ class SessionSnapshot(Message, tag="session.snapshot", kw_only=True, frozen=True
     narrative: NarrativeState
 
 
-class SessionNarration(Message, tag="session.narration", kw_only=True, frozen=True):
+class SessionNarration(Message, tag="session.narration", kw_only=True, omit_defaults=True, frozen=True):
     session: SessionId
     text: Text
+    viewer: Viewer | None = None  # for that browser only (see SessionOpen.viewer); else for all of them
 
 
-class SessionChoices(Message, tag="session.choices", kw_only=True, frozen=True):
+class SessionChoices(Message, tag="session.choices", kw_only=True, omit_defaults=True, frozen=True):
     """The choices on offer at `beat` (none while they are being written)."""
 
     session: SessionId
     beat: Name
     choices: list[Text]
     ended: bool
+    viewer: Viewer | None = None  # for that browser only (see SessionOpen.viewer); else for all of them
 
 
 class SessionError(Message, tag="session.error", kw_only=True, omit_defaults=True, frozen=True):
@@ -403,7 +419,7 @@ WorkerToPlatform = (
     WorkerHello
     | WorkerHeartbeat
     | SessionOpened
-    | SessionApplied
+    | InputsApplied
     | SessionMissing
     | SessionSnapshot
     | SessionNarration
@@ -417,6 +433,9 @@ WorkerToPlatform = (
     | SessionPropose
     | SessionBlocked
 )
+# What a session's host answers: the messages above, and applied inputs, which the worker reports a tick at a time
+# (InputsApplied).
+WorkerReply = WorkerToPlatform | SessionApplied
 _platform_decoder = msgspec.json.Decoder(PlatformToWorker)
 _worker_decoder = msgspec.json.Decoder(WorkerToPlatform)
 

@@ -210,6 +210,8 @@ class InferenceWorker:
         self.connected = asyncio.Event()
         self.input_arrived = asyncio.Event()
         self.connection: ClientConnection | None = None
+        # Inputs applied since the last tick's report (InputsApplied), in the order applied.
+        self.applied: list[protocol.SessionApplied] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self.recalls: dict[int, asyncio.Future[protocol.SessionRecalled]] = {}
         # The newest frame number sent for each session, kept across a lost connection: a daphne killed between
@@ -277,6 +279,7 @@ class InferenceWorker:
         )
         await connection.send(protocol.encode(hello))
         self.connection, self.loop = connection, asyncio.get_running_loop()
+        self.applied = []  # a lost connection's reports went with its sessions, which the platform reopens
         self.connected.set()
         logger.info("connected to %s as %s with engines %s", self.config.url, welcome.worker, list(self.engines))
         # Whichever ends first ends the connection: the platform closing it, a failed send, or the watchdog
@@ -310,9 +313,9 @@ class InferenceWorker:
             if isinstance(message, protocol.SessionRecalled):
                 self.recalled(message)
                 continue
-            replies = await self.on_engine_thread(self.handle, message, about=session_of(message))
-            for reply in replies:
-                await connection.send(protocol.encode(reply))
+            await self.replies_send(
+                connection, await self.on_engine_thread(self.handle, message, about=session_of(message))
+            )
             if isinstance(message, protocol.SessionInput) and self.host.input_brings_tick_forward(message.session):
                 self.input_arrived.set()
 
@@ -379,6 +382,7 @@ class InferenceWorker:
                     await asyncio.sleep(schedule.wait(time.monotonic(), input_waiting=True))
             self.input_arrived.clear()
             schedule.started(time.monotonic())
+            await self.applied_report(connection)
             if not self.host.sessions:
                 continue
             frames, messages = await self.on_engine_thread(self.tick_encoded)
@@ -386,10 +390,18 @@ class InferenceWorker:
             for session, number, encoded in frames:
                 await connection.send(encoded)
                 self.frame_sent(session, number)
-            for message in messages:
-                await connection.send(protocol.encode(message))
+            await self.replies_send(connection, messages)
 
-    def tick_encoded(self) -> tuple[list[tuple[str, int, bytes]], list[protocol.WorkerToPlatform]]:
+    async def replies_send(self, connection: ClientConnection, replies: list[protocol.WorkerReply]) -> None:
+        """Send the host's replies; an applied input waits for the next tick's report with the others
+        (applied_report), whether a forwarded input or a tick applied it."""
+        for reply in replies:
+            if isinstance(reply, protocol.SessionApplied):
+                self.applied.append(reply)
+            else:
+                await connection.send(protocol.encode(reply))
+
+    def tick_encoded(self) -> tuple[list[tuple[str, int, bytes]], list[protocol.WorkerReply]]:
         """Step every session (on the engine thread), and each frame as the wire carries it: its session, its
         number and its bytes. A video engine's pictures are encoded here, once for all of a session's viewers."""
         frames, messages = self.host.tick()
@@ -420,12 +432,19 @@ class InferenceWorker:
             session=frame.session, number=frame.number, sequence=sequence, codec=facts.codec, key=key, picture=picture
         )
 
+    async def applied_report(self, connection: ClientConnection) -> None:
+        """Report the inputs applied since the last tick, of every session, in one message: before the frames that
+        show them, as each report went before."""
+        if self.applied:
+            report, self.applied = protocol.InputsApplied(applied=self.applied), []
+            await connection.send(protocol.encode(report))
+
     def frame_sent(self, session: str, number: int) -> None:
         self.frames_sent[session] = number
         if len(self.frames_sent) > FRAMES_SENT_KEPT:
             del self.frames_sent[next(iter(self.frames_sent))]  # the session that sent its first frame longest ago
 
-    def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
+    def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerReply]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies.
 
         A message that fails fails its own session, which the player may open again; any other session goes on.
@@ -448,7 +467,7 @@ class InferenceWorker:
             self.jobs_start(self.host.take_jobs())
         return replies
 
-    def apply(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerToPlatform]:
+    def apply(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerReply]:
         if isinstance(message, protocol.PlatformError):
             logger.error("platform reported: %s", message.error)
             return []
@@ -491,15 +510,15 @@ class InferenceWorker:
         logger.warning("ignoring a %s message this worker does not handle", protocol.type_of(message))
         return []
 
-    def reopen_hosted(self, message: protocol.SessionOpen) -> list[protocol.WorkerToPlatform]:
+    def reopen_hosted(self, message: protocol.SessionOpen) -> list[protocol.WorkerReply]:
         """The platform opens a session this worker already hosts (a browser arrived, or a restarted daphne
-        or channel layer may have lost messages): say where its story stands and apply the logged inputs that
-        never arrived; the host skips those it applied already."""
+        or channel layer may have lost messages): say where its story stands (to the arriving browser alone, when
+        the open names it) and apply the logged inputs that never arrived; the host skips those it applied already."""
         session = message.session
-        replies: list[protocol.WorkerToPlatform] = [
-            protocol.SessionOpened(session=session, tick=self.host.sessions[session].tick)
+        replies: list[protocol.WorkerReply] = [
+            protocol.SessionOpened(session=session, tick=self.host.sessions[session].tick, viewer=message.viewer)
         ]
-        replies += self.host.refresh(session)
+        replies += self.host.refresh(session, message.viewer)
         for pending in message.pending:
             replies += self.host.input(session, pending.sequence, pending.input)
         return replies + self.host.early_inputs_apply(session)

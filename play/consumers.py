@@ -132,7 +132,7 @@ class PlayConsumer(DatabaseCallConsumer):
         await self.send_message(welcome)
         await database_call(services.session_seen)(session_id=self.session.pk)
         if self.session.status != SessionStatus.ENDED:
-            await database_call(services.session_resume)(session=self.session)
+            await database_call(services.session_resume)(session=self.session, viewer=self.channel_name)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "presence_keeper"):  # set last before accept: everything disconnect undoes exists

@@ -12,13 +12,16 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+import msgspec
 import numpy as np
 from asgiref.sync import async_to_sync
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.core import signing
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import User
@@ -60,6 +63,27 @@ def session_group(session_id: Any) -> str:
 
 
 ToWorker = SessionOpen | SessionInput | SessionClose | SessionRefresh | SessionKeyFrame
+
+
+VIEWER_SALT = "play.viewer"
+
+
+def viewer_address(session_id: Any, channel_name: str) -> str:
+    """A browser's address for a worker to hand back: signed, and bound to the session, so that a worker can
+    answer one browser of a session it hosts and reach no other channel."""
+    return signing.dumps([str(session_id), channel_name], salt=VIEWER_SALT, compress=True)
+
+
+def viewer_channel(address: str, *, session_id: Any) -> str:
+    """The channel of the browser a worker's answer is for, or ValueError if the address is not one this
+    platform signed for that session."""
+    try:
+        session, channel_name = signing.loads(address, salt=VIEWER_SALT)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise ValueError("the viewer's address is not one the platform gave") from None
+    if session != str(session_id):
+        raise ValueError("the viewer's address is for another session")
+    return str(channel_name)
 
 
 def send_to_worker(channel_name: str, message: ToWorker, *, required: bool = True) -> None:
@@ -339,14 +363,30 @@ def session_exchange_record(
         exchange_record(character=character, player=player, memories=memories)
 
 
-def session_input_applied(
-    *, session_id: uuid.UUID, sequence: int, tick: int, events: list[Any], story: Any, hooks: list[str]
-) -> None:
-    """Record the tick an input was applied at and what it became; replay after a failover relies on it."""
-    effects = {"events": events} | ({"story": story} if story is not None else {}) | ({"hooks": hooks} if hooks else {})
-    SessionEvent.objects.filter(session_id=session_id, sequence=sequence).update(
-        applied_tick=tick, applied_effects=effects
-    )
+def applied_effects(applied: worker_protocol.SessionApplied) -> tuple[uuid.UUID, int, int, dict[str, Any]]:
+    """(session, sequence, tick, effects) of an applied input, the effects as the log keeps them."""
+    effects: dict[str, Any] = {"events": applied.events}
+    if applied.story is not None:
+        effects["story"] = msgspec.to_builtins(applied.story)
+    if applied.hooks:
+        effects["hooks"] = applied.hooks
+    return uuid.UUID(applied.session), applied.sequence, applied.tick, effects
+
+
+@transaction.atomic
+def session_inputs_applied(*, applied: list[tuple[uuid.UUID, int, int, dict[str, Any]]]) -> None:
+    """Record the tick each input was applied at and what it became (a worker's report of one tick, all its
+    sessions); replay after a failover relies on it. Two queries however many inputs the tick applied."""
+    reported = {(session_id, sequence): (tick, effects) for session_id, sequence, tick, effects in applied}
+    if not reported:
+        return
+    which = Q()
+    for session_id, sequence in reported:
+        which |= Q(session_id=session_id, sequence=sequence)
+    events = list(SessionEvent.objects.filter(which).only("pk", "session_id", "sequence"))
+    for event in events:
+        event.applied_tick, event.applied_effects = reported[(event.session_id, event.sequence)]
+    SessionEvent.objects.bulk_update(events, ["applied_tick", "applied_effects"])
 
 
 @transaction.atomic
@@ -404,9 +444,10 @@ def session_unwatched_seconds(*, session_id: Any) -> float:
 
 
 @transaction.atomic
-def session_resume(*, session: PlaySession) -> None:
-    """A browser arrived: a parked session queues again and is dispatched from its snapshot and log; a
-    running one is reopened on its worker (see session_reopen)."""
+def session_resume(*, session: PlaySession, viewer: str | None = None) -> None:
+    """A browser arrived (on the channel `viewer`): a parked session queues again and is dispatched from its
+    snapshot and log; a running one is reopened on its worker (see session_reopen), which answers that browser
+    alone: a crowd joining one by one must not have every browser sent the story again at each arrival."""
     PlaySession.objects.filter(pk=session.pk, status=SessionStatus.PARKED).update(
         status=SessionStatus.QUEUED, queued_at=timezone.now()
     )
@@ -414,15 +455,18 @@ def session_resume(*, session: PlaySession) -> None:
     if session.status == SessionStatus.QUEUED:
         session_dispatch(session=session)
     elif session.status == SessionStatus.RUNNING and session.worker is not None:
-        session_reopen(session=session)
+        session_reopen(session=session, viewer=viewer)
 
 
-def session_reopen(*, session: PlaySession) -> None:
+def session_reopen(*, session: PlaySession, viewer: str | None = None) -> None:
     """Send a running session's open to its worker again: a worker hosting it resends where its story stands
     and applies logged inputs it never received; one that lost it (a restart of daphne or of the channel
     layer dropped its connection without a disconnect, or the first open) reopens it from snapshot and log."""
     assert session.worker is not None
-    send_to_worker(session.worker.channel_name, session_open_message(session=session), required=False)
+    message = session_open_message(session=session)
+    if viewer is not None:
+        message = msgspec.structs.replace(message, viewer=viewer_address(session.pk, viewer))
+    send_to_worker(session.worker.channel_name, message, required=False)
 
 
 def session_key_frame_ask(*, session_id: Any) -> None:

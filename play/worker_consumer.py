@@ -3,12 +3,14 @@ browsers, applied inputs and snapshots recorded, narrative work (recall, exchang
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import Any
 
 import msgspec
 import numpy as np
+from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.core.cache import cache
 
@@ -21,6 +23,8 @@ from play import services as play
 from play.models import PlaySession
 from play.selectors import character_recall, last_frame_key
 from workers.consumers import WorkerEndpoint
+
+logger = logging.getLogger(__name__)
 
 # A failover replays to the newest frame number written; a quarter second is 5 frames at 20 a second.
 LAST_FRAME_EVERY_SECONDS = 0.25
@@ -118,18 +122,15 @@ class WorkerConsumer(WorkerEndpoint):
             await cache.aset(last_frame_key(session), number, timeout=None)
 
     async def message_received(self, message: protocol.WorkerToPlatform) -> None:
+        if isinstance(message, protocol.InputsApplied):
+            for applied in message.applied:
+                self.check_assigned(applied.session)
+            self.record(
+                play.session_inputs_applied, applied=[play.applied_effects(applied) for applied in message.applied]
+            )
+            return
         session = self.assigned_session(message)
         match message:
-            case protocol.SessionApplied():
-                self.record(
-                    play.session_input_applied,
-                    session_id=session,
-                    sequence=message.sequence,
-                    tick=message.tick,
-                    events=message.events,
-                    story=msgspec.to_builtins(message.story) if message.story is not None else None,
-                    hooks=message.hooks,
-                )
             case protocol.SessionMissing():
                 self.record(play.session_inputs_resend, session_id=session)
             case protocol.SessionSnapshot():
@@ -171,13 +172,30 @@ class WorkerConsumer(WorkerEndpoint):
                     play.session_group(session), {"type": "session.creator_message", "message": prompt.as_builtins()}
                 )
             case _:
-                try:  # translated to the browser protocol (play/PROTOCOL.md), never passed through
-                    relayed = browser_protocol.from_worker(message, worker=self.worker_name)
-                except browser_protocol.PlayProtocolError as error:
-                    raise protocol.ProtocolError(str(error)) from None
-                await self.channel_layer.group_send(
-                    play.session_group(session), {"type": "session.message", "message": relayed.as_builtins()}
-                )
+                await self.browsers_relay(session, message)
+
+    async def browsers_relay(self, session: uuid.UUID, message: protocol.WorkerToPlatform) -> None:
+        """To the session's browsers, or to the one browser the message names (a reopen's answer to a browser that
+        arrived); translated to the browser protocol (play/PROTOCOL.md), never passed through."""
+        try:
+            relayed = browser_protocol.from_worker(message, worker=self.worker_name)
+        except browser_protocol.PlayProtocolError as error:
+            raise protocol.ProtocolError(str(error)) from None
+        event = {"type": "session.message", "message": relayed.as_builtins()}
+        viewer = getattr(message, "viewer", None)
+        if viewer is None:
+            await self.channel_layer.group_send(play.session_group(session), event)
+            return
+        try:
+            channel = play.viewer_channel(viewer, session_id=session)
+        except ValueError as error:
+            raise protocol.ProtocolError(str(error)) from None
+        try:
+            await self.channel_layer.send(channel, event)
+        except ChannelFull:  # as group_send does for a browser that stopped reading; it gets the next message
+            logger.warning(
+                "the browser channel %s of session %s is full; dropped a %s", channel, session, type(relayed).__name__
+            )
 
     async def session_propose(self, message: protocol.SessionPropose) -> None:
         try:

@@ -39,7 +39,7 @@ from inference.protocol import (
     SessionOpen,
     SessionOpened,
     SessionSnapshot,
-    WorkerToPlatform,
+    WorkerReply,
     WorldEvent,
 )
 from inference.world.state import action_from_keys
@@ -88,7 +88,7 @@ class HostedSession:
     play: PlayStateMachine
     pending_events: list[WorldEvent] = field(default_factory=list)
     # Messages produced while stepping (a vote closing, a hook walked into), sent with the tick's frames.
-    outbox: list[WorkerToPlatform] = field(default_factory=list)
+    outbox: list[WorkerReply] = field(default_factory=list)
     snapshot_due: bool = True
     last_snapshot_at: float = 0.0
 
@@ -111,7 +111,7 @@ class SessionHost:
         jobs, self.jobs = self.jobs, []
         return jobs
 
-    def open(self, message: SessionOpen) -> list[WorkerToPlatform]:
+    def open(self, message: SessionOpen) -> list[WorkerReply]:
         """Open (or reopen after a failover) a session as the platform describes it."""
         session_id = message.session
         engine = None if message.engine == CONVERSATION else self.engines[message.engine]
@@ -151,7 +151,7 @@ class SessionHost:
         # What the replay produced was seen before, and its narrative work was done before.
         hosted.outbox.clear()
         self.jobs = [job for job in self.jobs if job.session != session_id]
-        outgoing: list[WorkerToPlatform] = [SessionOpened(session=session_id, tick=hosted.tick)]
+        outgoing: list[WorkerReply] = [SessionOpened(session=session_id, tick=hosted.tick)]
         fresh = snapshot is None and not message.replay
         # A player coming back sees where the story stands; one arriving sees it begin.
         outgoing += self.reacted(hosted, play.opened(hosted.tick, arriving=beginning if fresh else None))
@@ -194,19 +194,19 @@ class SessionHost:
         hosted = self.sessions.get(session_id)
         return hosted is not None and not hosted.play.live
 
-    def input_forwarded(self, session_id: str, sequence: int, given: PlayerInput) -> list[WorkerToPlatform]:
+    def input_forwarded(self, session_id: str, sequence: int, given: PlayerInput) -> list[WorkerReply]:
         """An input as the platform forwards it, applied in the order of the session's sequence (InputSequencer)."""
         hosted = self.sessions[session_id]
         ready = hosted.sequencer.forwarded(sequence, given, hosted.tick)
         return [reply for number, ready_input in ready for reply in self.input(session_id, number, ready_input)]
 
-    def early_inputs_apply(self, session_id: str) -> list[WorkerToPlatform]:
+    def early_inputs_apply(self, session_id: str) -> list[WorkerReply]:
         """After a reopen applied the log's pending inputs: the ones that came early, in order."""
         hosted = self.sessions[session_id]
         early = hosted.sequencer.early_drained()
         return [reply for number, given in early for reply in self.input(session_id, number, given)]
 
-    def input(self, session_id: str, sequence: int, given: PlayerInput) -> list[WorkerToPlatform]:
+    def input(self, session_id: str, sequence: int, given: PlayerInput) -> list[WorkerReply]:
         """Apply one logged input at the next tick, exactly once; report the tick and what it became."""
         hosted = self.sessions[session_id]
         if not hosted.sequencer.is_new(sequence):
@@ -216,7 +216,7 @@ class SessionHost:
         hosted.sequencer.applied = sequence
         return self.reacted(hosted, reaction)
 
-    def reacted(self, hosted: HostedSession, reaction: Reaction) -> list[WorkerToPlatform]:
+    def reacted(self, hosted: HostedSession, reaction: Reaction) -> list[WorkerReply]:
         """Take in what the session's state machine answered: its jobs queue, its messages are returned."""
         for job in reaction.jobs:
             if job.kind == "offer":
@@ -234,7 +234,7 @@ class SessionHost:
         if hosted is not None:
             hosted.play.conversation_record(character, said, reply)
 
-    def tick(self) -> tuple[list[tuple[Frame, int]], list[WorkerToPlatform]]:
+    def tick(self) -> tuple[list[tuple[Frame, int]], list[WorkerReply]]:
         """Step every running session once (one batch per engine).
 
         Returns each frame with the session's last applied input sequence, and the messages now due: votes
@@ -243,7 +243,7 @@ class SessionHost:
         """
         running = [hosted for hosted in self.sessions.values() if not hosted.play.paused]
         stepped: list[Frame] = []
-        due: list[WorkerToPlatform] = []
+        due: list[WorkerReply] = []
         for group in engine_groups(running):
             try:
                 stepped += self.step_group(group)
@@ -294,9 +294,10 @@ class SessionHost:
             hosted.outbox += self.reacted(hosted, hosted.play.stepped(hosted.tick, frame.position))
         return frames
 
-    def refresh(self, session_id: str) -> list[WorkerToPlatform]:
-        """What a browser arriving at a running session needs to see at once: where the story stands."""
-        return self.sessions[session_id].play.refresh()
+    def refresh(self, session_id: str, viewer: str | None = None) -> list[WorkerReply]:
+        """What a browser arriving at a running session needs to see at once: where the story stands, for
+        that `viewer` alone when it is named."""
+        return self.sessions[session_id].play.refresh(viewer)
 
     def snapshot(self, session_id: str) -> SessionSnapshot:
         hosted = self.sessions[session_id]

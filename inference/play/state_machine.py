@@ -31,7 +31,7 @@ from inference.protocol import (
     SessionError,
     SessionNarration,
     SessionVotes,
-    WorkerToPlatform,
+    WorkerReply,
     WorldEvent,
 )
 from inference.world.events import narration
@@ -59,7 +59,7 @@ class Job:
 class Reaction:
     """What the state machine answers to an input or a tick."""
 
-    messages: list[WorkerToPlatform] = field(default_factory=list)
+    messages: list[WorkerReply] = field(default_factory=list)
     jobs: list[Job] = field(default_factory=list)
     events: list[WorldEvent] = field(default_factory=list)  # for the engine's next step
     snapshot_due: bool = False  # the state changed in a way a failover must not replay from further back
@@ -115,14 +115,14 @@ class PlayStateMachine:
 
     # What the host calls
 
-    def begin(self, tick: int) -> list[WorkerToPlatform]:
+    def begin(self, tick: int) -> list[WorkerReply]:
         """A story's first beat, before any input: its hooks fire. Returns what a player arriving sees."""
         if self.story is None or self.story_state is not None:
             return []
         self.story_state = self.story.begin()
         return self._reaction(self.beat_entered(tick)).messages
 
-    def opened(self, tick: int, *, arriving: list[WorkerToPlatform] | None) -> Reaction:
+    def opened(self, tick: int, *, arriving: list[WorkerReply] | None) -> Reaction:
         """The session runs: the beat's choices are written unless they were before; a player arriving sees
         `arriving` (the story beginning), one coming back sees where the story stands."""
         if self.story is None or self.story_state is None:
@@ -136,7 +136,7 @@ class PlayStateMachine:
         story_before = self.story_state.copy() if self.story_state else None
         hooks_before = len(self.fired_hooks)
         events: list[WorldEvent] = []
-        outgoing: list[WorkerToPlatform] = []
+        outgoing: list[WorkerReply] = []
         try:
             if kind in ("key_down", "key_up") and "participant" in given:
                 events = self.avatar_events(given)
@@ -205,16 +205,17 @@ class PlayStateMachine:
     def stepped(self, tick: int, position: tuple[float, float] | None) -> Reaction:
         """The session stepped to `tick` (standing at `position`, when it has a picture): a vote that is due
         closes, and the area hooks the player walked into fire."""
-        outgoing: list[WorkerToPlatform] = []
+        outgoing: list[WorkerReply] = []
         if self.vote_closes_at is not None and tick >= self.vote_closes_at:
             outgoing += self.vote_close(tick)
         if position is not None:
             outgoing += self.hooks_fired_at(position)
         return self._reaction(outgoing)
 
-    def refresh(self) -> list[WorkerToPlatform]:
-        """What a browser arriving at a running session needs to see at once: where the story stands."""
-        return self.story_messages() if self.story is not None else []
+    def refresh(self, viewer: str | None = None) -> list[WorkerReply]:
+        """What a browser arriving at a running session needs to see at once: where the story stands, for
+        that `viewer` alone when it is named."""
+        return self.story_messages(viewer) if self.story is not None else []
 
     def conversation_record(self, character: str, said: str, reply: str) -> None:
         """Keep a finished exchange for the next prompts."""
@@ -222,7 +223,7 @@ class PlayStateMachine:
         turns += [{"role": "user", "content": said}, {"role": "assistant", "content": reply}]
         del turns[:-CONVERSATION_MESSAGES_KEPT]
 
-    def _reaction(self, messages: list[WorkerToPlatform]) -> Reaction:
+    def _reaction(self, messages: list[WorkerReply]) -> Reaction:
         reaction = Reaction(messages=messages, jobs=self._jobs, snapshot_due=self._snapshot_due)
         self._jobs, self._snapshot_due = [], False
         return reaction
@@ -251,7 +252,7 @@ class PlayStateMachine:
         events.append({"kind": "move", "name": name, "action": int(action_from_keys(keys))})
         return events
 
-    def prompt(self, given: PlayerInput, tick: int) -> tuple[list[WorldEvent], list[WorkerToPlatform]]:
+    def prompt(self, given: PlayerInput, tick: int) -> tuple[list[WorldEvent], list[WorkerReply]]:
         """A typed prompt: the response to a hook that waits for one; else world events when it asks for a change
         of the world ("a lantern appears"), told by what they change ("A lantern appears."); else a hook the words
         fire, presented; else the narrator's turn. A hook comes first: "I hand over my lantern" answers the
@@ -285,7 +286,7 @@ class PlayStateMachine:
             )
         return [], outgoing
 
-    def speech(self, given: PlayerInput, sequence: int) -> tuple[list[WorldEvent], list[WorkerToPlatform]]:
+    def speech(self, given: PlayerInput, sequence: int) -> tuple[list[WorldEvent], list[WorkerReply]]:
         """Words to a character: they come over to the player (in a world that holds them), the reply is a job, and
         a hook the words fire is presented at once."""
         setting = self.setting
@@ -311,7 +312,7 @@ class PlayStateMachine:
         )
         return [{"kind": "approach", "name": given["character"]}], self.hooks_fired_by_text(given)
 
-    def offer(self, given: PlayerInput) -> list[WorkerToPlatform]:
+    def offer(self, given: PlayerInput) -> list[WorkerReply]:
         """The choices written for a beat (logged, so a replay offers the same); stale when the story moved on."""
         state = self.story_state
         if self.story is None or state is None or state.beat != given["beat"] or state.offered is not None:
@@ -319,7 +320,7 @@ class PlayStateMachine:
         state.offered = [{"text": str(choice["text"]), "to": str(choice["to"])} for choice in given["choices"]]
         return [self.choices_message()]
 
-    def own_choice(self, given: PlayerInput, tick: int) -> list[WorkerToPlatform]:
+    def own_choice(self, given: PlayerInput, tick: int) -> list[WorkerReply]:
         """Words the player typed read as one of the offered choices: the story goes where that one leads."""
         if self.story is None or self.story_state is None or self.story_state.beat != given["beat"]:
             return []  # the story moved on meanwhile
@@ -327,14 +328,14 @@ class PlayStateMachine:
         self.story_state = self.story.choose(self.story_state, int(given["index"]))
         return [taken, *self.beat_entered(tick)]
 
-    def hook_outcome(self, given: PlayerInput, tick: int) -> tuple[list[WorldEvent], list[WorkerToPlatform]]:
+    def hook_outcome(self, given: PlayerInput, tick: int) -> tuple[list[WorldEvent], list[WorkerReply]]:
         """Apply the branch a response was classified into (or the fallback's narration) to the session; stale when
         the hook no longer waits (the story moved on while the response was being classified)."""
         if given.get("hook") != self.active_hook:
             return [], []
         self.active_hook = None
         effects = given.get("effects") or {}
-        outgoing: list[WorkerToPlatform] = []
+        outgoing: list[WorkerReply] = []
         told = effects.get("narration") or given.get("narration")
         if told:
             outgoing.append(SessionNarration(session=self.session, text=str(told)))
@@ -352,7 +353,7 @@ class PlayStateMachine:
 
     # Votes (Live worlds)
 
-    def vote(self, given: PlayerInput, tick: int, sequence: int) -> list[WorkerToPlatform]:
+    def vote(self, given: PlayerInput, tick: int, sequence: int) -> list[WorkerReply]:
         """Record a Live participant's pick; the first vote opens a window, the majority is taken as it closes."""
         assert self.story is not None and self.story_state is not None
         options = self.story.choices(self.story_state)
@@ -364,7 +365,7 @@ class PlayStateMachine:
         tally = [list(self.votes.values()).count(index) for index in range(len(options))]
         return [SessionVotes(session=self.session, tally=tally, closes_at_tick=self.vote_closes_at)]
 
-    def vote_close(self, tick: int) -> list[WorkerToPlatform]:
+    def vote_close(self, tick: int) -> list[WorkerReply]:
         """Take the choice most voted for (on a tie, the first of them) and move the story on."""
         assert self.story is not None and self.story_state is not None
         options = self.story.choices(self.story_state)
@@ -378,7 +379,7 @@ class PlayStateMachine:
 
     # Hooks
 
-    def hook_fire(self, name: str) -> list[WorkerToPlatform]:
+    def hook_fire(self, name: str) -> list[WorkerReply]:
         """The hook waits for the player's response; the world presents it."""
         hook = self.setting.hook(name) if self.setting else None
         if hook is None or name in self.fired_hooks:
@@ -389,7 +390,7 @@ class PlayStateMachine:
             return []
         return [SessionNarration(session=self.session, text=hook.presentation)]
 
-    def hooks_fired_by_story(self) -> list[WorkerToPlatform]:
+    def hooks_fired_by_story(self) -> list[WorkerReply]:
         """Fire the hooks that the story's beat or flags now meet."""
         if self.setting is None or self.story_state is None:
             return []
@@ -400,7 +401,7 @@ class PlayStateMachine:
         ]
         return [message for hook in fired for message in self.hook_fire(hook.name)]
 
-    def hooks_fired_by_text(self, given: PlayerInput) -> list[WorkerToPlatform]:
+    def hooks_fired_by_text(self, given: PlayerInput) -> list[WorkerReply]:
         """Fire the first unfired keyword or intent hook the text meets. The text only presents it: "I walk up to
         the door" is no response to the door, the player's next prompt is."""
         setting = self.setting
@@ -415,11 +416,11 @@ class PlayStateMachine:
                 return self.hook_fire(hook.name)
         return []
 
-    def hooks_fired_at(self, position: tuple[float, float]) -> list[WorkerToPlatform]:
+    def hooks_fired_at(self, position: tuple[float, float]) -> list[WorkerReply]:
         """Fire the area hooks whose circle the player has walked into (deterministic, so replays agree)."""
         if self.setting is None:
             return []
-        outgoing: list[WorkerToPlatform] = []
+        outgoing: list[WorkerReply] = []
         for hook in self.setting.hooks:
             if hook.name not in self.fired_hooks and hook.fired_at(position):
                 outgoing += self.hook_fire(hook.name)
@@ -436,7 +437,7 @@ class PlayStateMachine:
 
     # The story
 
-    def beat_entered(self, tick: int) -> list[WorkerToPlatform]:
+    def beat_entered(self, tick: int) -> list[WorkerReply]:
         """The story reached a beat: show its scene, have its choices written, fire the hooks waiting there.
 
         A hook still waiting from the beat left behind is disarmed, and a vote still open there is dropped: the
@@ -468,18 +469,18 @@ class PlayStateMachine:
             )
         )
 
-    def story_messages(self) -> list[WorkerToPlatform]:
+    def story_messages(self, viewer: str | None = None) -> list[WorkerReply]:
         """Where the story stands: the beat's scene and its choices, none while they are being written (the
         player then says that the story is thinking, however the beat was reached)."""
         assert self.story is not None and self.story_state is not None
         scene = self.story.scene(self.story_state)
-        return [SessionNarration(session=self.session, text=scene), self.choices_message()]
+        return [SessionNarration(session=self.session, text=scene, viewer=viewer), self.choices_message(viewer)]
 
-    def choices_message(self) -> SessionChoices:
+    def choices_message(self, viewer: str | None = None) -> SessionChoices:
         assert self.story is not None and self.story_state is not None
         state = self.story_state
         return SessionChoices(
-            session=self.session, beat=state.beat, choices=self.story.choices(state), ended=state.ended
+            session=self.session, beat=state.beat, choices=self.story.choices(state), ended=state.ended, viewer=viewer
         )
 
 

@@ -17,10 +17,11 @@ from inference import protocol
 ROOT = Path(__file__).resolve().parents[2]
 # Folders whose senders must build the protocol's Structs: the worker, the platform's two ends and the benchmarks.
 PROTOCOL_SENDER_FOLDERS = ["inference", "play", "platform/workers", "bench"]
-# Every `type` of the worker protocol; channel-layer events such as "session.message" are not among them.
+# Every `type` of the worker protocol (the reports inputs.applied carries too); channel-layer events such as
+# "session.message" are not among them.
 MESSAGE_TYPES = sorted(
     str(message.__struct_config__.tag)
-    for message in (*protocol.PlatformToWorker.__args__, *protocol.WorkerToPlatform.__args__)
+    for message in (*protocol.PlatformToWorker.__args__, *protocol.WorkerToPlatform.__args__, protocol.SessionApplied)
 )
 
 
@@ -66,6 +67,7 @@ SESSION = st.text(min_size=1, max_size=64)
 TEXT = st.text(max_size=50)
 SEQUENCE = st.integers(0, protocol.MAX_SEQUENCE)
 TICK = st.integers(0, protocol.MAX_TICK)
+VIEWER = st.none() | st.text(min_size=1, max_size=512)
 STORY = st.none() | st.builds(protocol.StoryState, beat=TEXT, flags=st.lists(TEXT, max_size=3), ended=st.booleans())
 NARRATIVE = st.builds(
     protocol.NarrativeState,
@@ -94,6 +96,7 @@ MESSAGES = st.one_of(
         ),
         pending=st.lists(st.builds(protocol.PendingInput, sequence=SEQUENCE, input=PLAYER_INPUT), max_size=3),
         target_tick=st.none() | TICK,
+        viewer=VIEWER,
     ),
     st.builds(protocol.SessionInput, session=SESSION, sequence=SEQUENCE, input=PLAYER_INPUT),
     st.builds(protocol.SessionClose, session=SESSION),
@@ -115,15 +118,21 @@ MESSAGES = st.one_of(
         device=TEXT,
     ),
     st.builds(protocol.WorkerHeartbeat, free_slots=st.integers(0, protocol.MAX_SLOTS)),
-    st.builds(protocol.SessionOpened, session=SESSION, tick=TICK),
+    st.builds(protocol.SessionOpened, session=SESSION, tick=TICK, viewer=VIEWER),
     st.builds(
-        protocol.SessionApplied,
-        session=SESSION,
-        sequence=SEQUENCE,
-        tick=TICK,
-        events=st.lists(st.fixed_dictionaries({"kind": TEXT}), max_size=2),
-        story=STORY,
-        hooks=st.lists(TEXT, max_size=2),
+        protocol.InputsApplied,
+        applied=st.lists(
+            st.builds(
+                protocol.SessionApplied,
+                session=SESSION,
+                sequence=SEQUENCE,
+                tick=TICK,
+                events=st.lists(st.fixed_dictionaries({"kind": TEXT}), max_size=2),
+                story=STORY,
+                hooks=st.lists(TEXT, max_size=2),
+            ),
+            max_size=3,
+        ),
     ),
     st.builds(protocol.SessionMissing, session=SESSION, after=SEQUENCE),
     st.builds(
@@ -134,8 +143,10 @@ MESSAGES = st.one_of(
         engine_state=st.binary(),
         narrative=NARRATIVE,
     ),
-    st.builds(protocol.SessionNarration, session=SESSION, text=TEXT),
-    st.builds(protocol.SessionChoices, session=SESSION, beat=NAME, choices=st.lists(TEXT), ended=st.booleans()),
+    st.builds(protocol.SessionNarration, session=SESSION, text=TEXT, viewer=VIEWER),
+    st.builds(
+        protocol.SessionChoices, session=SESSION, beat=NAME, choices=st.lists(TEXT), ended=st.booleans(), viewer=VIEWER
+    ),
     st.builds(protocol.SessionError, session=st.none() | SESSION, error=TEXT, sequence=st.none() | SEQUENCE),
     st.builds(protocol.SessionVotes, session=SESSION, tally=st.lists(st.integers(0, 50)), closes_at_tick=TICK),
     st.builds(protocol.SessionCharacterLine, session=SESSION, character=NAME, text=TEXT, final=st.booleans()),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import msgspec
 import pytest
 from websockets.sync.server import Server, ServerConnection, serve
 
@@ -155,4 +156,65 @@ def test_a_message_that_fails_fails_its_own_session_and_the_others_go_on(
     assert isinstance(applied[0], protocol.SessionApplied)
     (closed,) = inference_worker.handle(protocol.SessionInput(session="broken", sequence=2, input=key))
     assert isinstance(closed, protocol.SessionError) and "not running" in closed.error
+    inference_worker.threads_stop()
+
+
+def test_a_reopen_naming_a_viewer_answers_that_viewer_alone_and_a_plain_one_answers_everyone(
+    small_engines: None,
+) -> None:
+    inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
+    story = {"title": "Hall", "start_beat": "hall", "beats": [{"name": "hall", "scene": "A hall.", "choices": []}]}
+    opening = protocol.SessionOpen(session="s", engine="raycaster", spec={"seed": 1, "size": 8}, story=story)
+    inference_worker.handle(opening)
+
+    arrived = inference_worker.handle(msgspec.structs.replace(opening, viewer="signed-address"))
+    again = inference_worker.handle(opening)
+
+    kinds = ["session.opened", "session.narration", "session.choices"]
+    assert [protocol.type_of(message) for message in arrived] == kinds
+    assert [getattr(message, "viewer", None) for message in arrived] == ["signed-address"] * 3
+    assert [protocol.type_of(message) for message in again] == kinds
+    assert [getattr(message, "viewer", None) for message in again] == [None] * 3
+    inference_worker.threads_stop()
+
+
+class RecordingConnection:
+    """Stands for the worker's socket: yields what the platform sent, keeps what the worker sends."""
+
+    def __init__(self, incoming: list[protocol.PlatformToWorker]) -> None:
+        self.incoming = [protocol.encode(message) for message in incoming]
+        self.sent: list[protocol.WorkerToPlatform] = []
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self.messages()
+
+    async def messages(self) -> AsyncIterator[str]:
+        for text in self.incoming:
+            yield text
+
+    async def send(self, text: str) -> None:
+        self.sent.append(protocol.decode_from_worker(text))
+
+
+@pytest.mark.asyncio
+async def test_the_inputs_applied_between_two_ticks_of_every_session_are_reported_in_one_message(
+    small_engines: None,
+) -> None:
+    inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
+    for session in ("a", "b"):
+        inference_worker.handle(protocol.SessionOpen(session=session, engine="raycaster", spec={"seed": 1, "size": 8}))
+    key = {"type": "key_down", "key": "KeyW"}
+    inputs = [("a", 1), ("b", 1), ("a", 2), ("b", 2), ("a", 3)]
+    connection = RecordingConnection(
+        [protocol.SessionInput(session=session, sequence=sequence, input=key) for session, sequence in inputs]
+    )
+
+    await inference_worker.receive(connection)  # type: ignore[arg-type]
+    assert connection.sent == []
+    await inference_worker.applied_report(connection)  # type: ignore[arg-type]
+    await inference_worker.applied_report(connection)  # type: ignore[arg-type]
+
+    (report,) = connection.sent
+    assert isinstance(report, protocol.InputsApplied)
+    assert [(applied.session, applied.sequence) for applied in report.applied] == inputs
     inference_worker.threads_stop()

@@ -20,7 +20,7 @@ import numpy as np
 
 from inference.world.spec import WorldSpec
 from inference.world.state import CONFIG as SIMULATOR_CONFIG
-from inference.world.state import WorldState
+from inference.world.state import Avatar, Character, WorldState
 
 
 @dataclass(frozen=True)
@@ -102,12 +102,14 @@ class _Rays:
 
 
 @dataclass(frozen=True)
-class _Billboard:
-    depth: float  # along the heading, in cells
-    kind: str
-    color: tuple[int, int, int]
-    left: float  # screen column of its left edge (fractional)
-    pixel_width: float
+class _Billboards:
+    """The billboards in front of the camera, far to near, as arrays with one entry per billboard."""
+
+    depth: np.ndarray  # (N,) float64: along the heading, in cells
+    kind: np.ndarray  # (N,) int64: index in SPRITE_KINDS
+    color: np.ndarray  # (N, 3) int64
+    left: np.ndarray  # (N,) float64: screen column of its left edge (fractional)
+    pixel_width: np.ndarray  # (N,) float64
 
 
 def _hash_uniform(*keys: np.ndarray | int) -> np.ndarray:
@@ -176,7 +178,7 @@ def _cast(state: WorldState, width: int) -> _Rays:
     )
 
 
-def _billboards(state: WorldState, width: int, focal: float) -> list[_Billboard]:
+def _billboards(state: WorldState, width: int, focal: float) -> _Billboards:
     """Objects, avatars and characters in front of the camera, projected onto `width` columns, far to near.
 
     A character is drawn as a person, like a Live participant's avatar: the world model learned that shape."""
@@ -184,19 +186,23 @@ def _billboards(state: WorldState, width: int, focal: float) -> list[_Billboard]
     angle = state.pose.radians
     plane_length = math.tan(math.radians(CONFIG.field_of_view_degrees) / 2)
     scale = SIMULATOR_CONFIG.position_scale
-    sprites = [(item.kind, item.x / scale, item.y / scale, item.color) for item in state.objects]
-    sprites += [("avatar", a.pose.x / scale, a.pose.y / scale, a.color) for a in state.avatars]
-    sprites += [("avatar", c.pose.x / scale, c.pose.y / scale, c.color) for c in state.characters]
-    placed = []
-    for kind, sprite_x, sprite_y, color in sprites:
-        relative_x, relative_y = sprite_x - x, sprite_y - y
-        depth = relative_x * math.cos(angle) + relative_y * math.sin(angle)  # along the heading
-        across = (-relative_x * math.sin(angle) + relative_y * math.cos(angle)) / plane_length  # camera-x units
-        if depth > 0.2:
-            pixel_width = focal * SPRITES[kind][1] / depth
-            center = width / 2 * (1 + across / depth)
-            placed.append(_Billboard(depth, kind, color, center - pixel_width / 2, pixel_width))
-    return sorted(placed, key=lambda billboard: billboard.depth, reverse=True)
+    people: tuple[Avatar | Character, ...] = (*state.avatars, *state.characters)
+    kind = np.array([SPRITE_KINDS.index(item.kind) for item in state.objects] + [AVATAR] * len(people), dtype=np.int64)
+    position = np.array(
+        [(item.x, item.y) for item in state.objects] + [(person.pose.x, person.pose.y) for person in people],
+        dtype=np.int64,
+    ).reshape(-1, 2)
+    color = np.array([item.color for item in (*state.objects, *people)], dtype=np.int64).reshape(-1, 3)
+    relative_x, relative_y = position[:, 0] / scale - x, position[:, 1] / scale - y  # (N,)
+    depth = relative_x * math.cos(angle) + relative_y * math.sin(angle)  # (N,) along the heading
+    across = (-relative_x * math.sin(angle) + relative_y * math.cos(angle)) / plane_length  # (N,) camera-x units
+    # A stable sort keeps billboards at equal depth in the order above, the order they were always drawn in.
+    order = np.argsort(-depth, kind="stable")
+    order = order[depth[order] > 0.2]
+    depth, across = depth[order], across[order]
+    pixel_width = focal * SPRITE_WIDTHS[kind[order]] / depth
+    center = width / 2 * (1 + across / depth)
+    return _Billboards(depth, kind[order], color[order], center - pixel_width / 2, pixel_width)
 
 
 def geometric_sketch(state: WorldState, columns: int = 64) -> Sketch:
@@ -207,14 +213,19 @@ def geometric_sketch(state: WorldState, columns: int = 64) -> Sketch:
     sprite_depth = np.zeros(columns, dtype=np.float32)
     sprite_u = np.zeros(columns, dtype=np.float32)
     sprite_color = np.zeros((columns, 3), dtype=np.uint8)
-    centers = np.arange(columns) + 0.5  # (W,)
-    for billboard in _billboards(state, columns, focal):  # far to near: nearer ones overwrite
-        u = (centers - billboard.left) / billboard.pixel_width  # (W,)
-        covered = (u >= 0) & (u < 1) & (rays.depth > billboard.depth)
-        sprite_kind[covered] = 1 + SPRITE_KINDS.index(billboard.kind)
-        sprite_depth[covered] = billboard.depth
-        sprite_u[covered] = u[covered]
-        sprite_color[covered] = billboard.color
+    billboards = _billboards(state, columns, focal)
+    if len(billboards.depth):
+        centers = np.arange(columns) + 0.5  # (W,)
+        u = (centers[None, :] - billboards.left[:, None]) / billboards.pixel_width[:, None]  # (N, W)
+        covered = (u >= 0) & (u < 1) & (rays.depth[None, :] > billboards.depth[:, None].astype(np.float32))
+        # Far to near: the nearest billboard covering a column is the last one that does.
+        nearest = len(covered) - 1 - np.argmax(covered[::-1], axis=0)  # (W,)
+        seen = covered.any(axis=0)
+        columns_seen, nearest = np.flatnonzero(seen), nearest[seen]
+        sprite_kind[seen] = 1 + billboards.kind[nearest]
+        sprite_depth[seen] = billboards.depth[nearest]
+        sprite_u[seen] = u[nearest, columns_seen]
+        sprite_color[seen] = billboards.color[nearest]
     return Sketch(
         depth=rays.depth,
         material=rays.material,
@@ -322,97 +333,191 @@ def _fog(image: np.ndarray, depth: np.ndarray | np.floating, lighting: Lighting)
     return image * (1 - amount) + np.asarray(lighting.fog, dtype=np.float32) * amount
 
 
-# Sprite shapes: each maps local coordinates u, v (0..1 across and down the sprite's box, (h, w) arrays) and the
-# sprite's colour to a mask, an (h, w, 3) colour and an emissive mask (parts that glow, unlit by the scene).
-ShapeResult = tuple[np.ndarray, np.ndarray, np.ndarray]
+@dataclass(frozen=True)
+class Shape:
+    """A billboard's picture over local coordinates u, v: 0..1 across and down its box, (P,) arrays.
+
+    `covers` gives the (P,) mask of where it is; `paint` gives, from its (P, 3) colour, the (P, 3) colour of each
+    point and a (P,) mask of the parts that glow (unlit by the scene). Painting is asked only of covered points,
+    and only of those in front, so it is kept apart from the mask that decides which those are.
+    """
+
+    covers: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    paint: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
-def _tower(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> ShapeResult:
+def _tower_covers(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     body = (np.abs(u - 0.5) < 0.4) & (v > 0.12)
     battlements = (v <= 0.12) & (np.floor(u * 5) % 2 == 0)
+    return body | battlements
+
+
+def _tower_paint(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     window = (np.abs(u - 0.5) < 0.06) & (v > 0.3) & (v < 0.42)
     shade = np.where(window, 0.25, 0.8 + 0.3 * u)[..., None]
-    return body | battlements, color * shade, np.zeros_like(u, dtype=bool)
+    return color * shade, np.zeros_like(u, dtype=bool)
 
 
-def _tree(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> ShapeResult:
-    trunk = (np.abs(u - 0.5) < 0.08) & (v > 0.72)
+def _tree_trunk(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return (np.abs(u - 0.5) < 0.08) & (v > 0.72)
+
+
+def _tree_covers(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     crown = (v <= 0.78) & (np.abs(u - 0.5) < 0.48 * v / 0.78)
+    return _tree_trunk(u, v) | crown
+
+
+def _tree_paint(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     shade = (0.8 + 0.35 * (1 - u))[..., None]
-    colors = np.where(trunk[..., None], np.asarray((95, 65, 40), dtype=np.float32), color * shade)
-    return trunk | crown, colors, np.zeros_like(u, dtype=bool)
+    colors = np.where(_tree_trunk(u, v)[..., None], np.asarray((95, 65, 40), dtype=np.float32), color * shade)
+    return colors, np.zeros_like(u, dtype=bool)
 
 
-def _lantern(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> ShapeResult:
-    post = (np.abs(u - 0.5) < 0.1) & (v > 0.32)
-    lamp = (np.abs(u - 0.5) < 0.4) & (v > 0.05) & (v <= 0.32)
-    colors = np.where(post[..., None], np.asarray((45, 45, 50), dtype=np.float32), color)
-    return post | lamp, np.broadcast_to(colors, (*u.shape, 3)), lamp
+def _lantern_post(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return (np.abs(u - 0.5) < 0.1) & (v > 0.32)
 
 
-def _crystal(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> ShapeResult:
-    mask = np.abs(u - 0.5) * 2 + np.abs(v - 0.5) * 2 < 1
+def _lantern_lamp(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return (np.abs(u - 0.5) < 0.4) & (v > 0.05) & (v <= 0.32)
+
+
+def _lantern_paint(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    colors = np.where(_lantern_post(u, v)[..., None], np.asarray((45, 45, 50), dtype=np.float32), color)
+    return colors, _lantern_lamp(u, v)
+
+
+def _crystal_covers(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return np.abs(u - 0.5) * 2 + np.abs(v - 0.5) * 2 < 1
+
+
+def _crystal_paint(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     shade = np.where(u < 0.5, 1.1, 0.75)[..., None]
-    return mask, color * shade, mask & (np.abs(u - 0.5) < 0.08)
+    return color * shade, _crystal_covers(u, v) & (np.abs(u - 0.5) < 0.08)
 
 
-def _creature(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> ShapeResult:
-    body = ((u - 0.5) / 0.45) ** 2 + ((v - 0.6) / 0.38) ** 2 < 1
-    eyes = (((u - 0.37) ** 2 + (v - 0.45) ** 2) < 0.005) | (((u - 0.63) ** 2 + (v - 0.45) ** 2) < 0.005)
-    colors = np.where(
-        eyes[..., None], np.asarray((255, 240, 120), dtype=np.float32), color * (1.1 - 0.4 * v)[..., None]
-    )
-    return body, colors, eyes
+def _creature_eyes(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return (((u - 0.37) ** 2 + (v - 0.45) ** 2) < 0.005) | (((u - 0.63) ** 2 + (v - 0.45) ** 2) < 0.005)
 
 
-def _avatar(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> ShapeResult:
-    head = ((u - 0.5) ** 2 + (v - 0.14) ** 2) < 0.017
+def _creature_covers(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return ((u - 0.5) / 0.45) ** 2 + ((v - 0.6) / 0.38) ** 2 < 1
+
+
+def _creature_paint(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    eyes = _creature_eyes(u, v)
+    shaded = color * (1.1 - 0.4 * v)[..., None]
+    return np.where(eyes[..., None], np.asarray((255, 240, 120), dtype=np.float32), shaded), eyes
+
+
+def _avatar_head(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return ((u - 0.5) ** 2 + (v - 0.14) ** 2) < 0.017
+
+
+def _avatar_legs(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return (v > 0.7) & (np.abs(u - 0.5) > 0.04) & (np.abs(u - 0.5) < 0.22)
+
+
+def _avatar_covers(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     body = (np.abs(u - 0.5) < 0.32) & (v > 0.27) & (v <= 0.7)
-    legs = (v > 0.7) & (np.abs(u - 0.5) > 0.04) & (np.abs(u - 0.5) < 0.22)
+    return _avatar_head(u, v) | body | _avatar_legs(u, v)
+
+
+def _avatar_paint(u: np.ndarray, v: np.ndarray, color: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     colors = np.where(
-        head[..., None],
+        _avatar_head(u, v)[..., None],
         np.asarray((230, 190, 160), dtype=np.float32),
-        np.where(legs[..., None], np.asarray((50, 50, 70), dtype=np.float32), color),
+        np.where(_avatar_legs(u, v)[..., None], np.asarray((50, 50, 70), dtype=np.float32), color),
     )
-    return head | body | legs, np.broadcast_to(colors, (*u.shape, 3)), np.zeros_like(u, dtype=bool)
+    return colors, np.zeros_like(u, dtype=bool)
 
 
 # kind: (shape, width, height) with sizes in wall heights.
-SPRITES: dict[str, tuple[Callable[[np.ndarray, np.ndarray, np.ndarray], ShapeResult], float, float]] = {
-    "tower": (_tower, 0.7, 1.7),
-    "tree": (_tree, 0.8, 1.15),
-    "lantern": (_lantern, 0.22, 0.7),
-    "crystal": (_crystal, 0.4, 0.6),
-    "creature": (_creature, 0.5, 0.45),
-    "avatar": (_avatar, 0.38, 0.85),
+SPRITES: dict[str, tuple[Shape, float, float]] = {
+    "tower": (Shape(_tower_covers, _tower_paint), 0.7, 1.7),
+    "tree": (Shape(_tree_covers, _tree_paint), 0.8, 1.15),
+    "lantern": (Shape(lambda u, v: _lantern_post(u, v) | _lantern_lamp(u, v), _lantern_paint), 0.22, 0.7),
+    "crystal": (Shape(_crystal_covers, _crystal_paint), 0.4, 0.6),
+    "creature": (Shape(_creature_covers, _creature_paint), 0.5, 0.45),
+    "avatar": (Shape(_avatar_covers, _avatar_paint), 0.38, 0.85),
 }
 
 
+SPRITE_WIDTHS = np.array([SPRITES[kind][1] for kind in SPRITE_KINDS])
+SPRITE_HEIGHTS = np.array([SPRITES[kind][2] for kind in SPRITE_KINDS])
+AVATAR = SPRITE_KINDS.index("avatar")
+
+
+def _index_in_run(lengths: np.ndarray) -> np.ndarray:
+    """0, 1, .. lengths[0] - 1, 0, 1, .. lengths[1] - 1, ..: each element's place in its run."""
+    return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
 def _draw_sprites(image: np.ndarray, state: WorldState, lighting: Lighting, rays: _Rays, focal: float) -> None:
-    """Billboards far to near, each column tested against the wall depth; draws into `image` (H, W, 3)."""
+    """All billboards in one pass; draws into `image` (H, W, 3).
+
+    Every pixel of every billboard's box is a candidate; each shape's mask is evaluated once, on all the candidates
+    of its kind; a pixel shows the nearest billboard covering it in front of the wall, which is what painting far to
+    near gives; only the pixels shown are painted and lit.
+    """
     height, width = image.shape[:2]
-    for billboard in _billboards(state, width, focal):
-        shape, _, sprite_height = SPRITES[billboard.kind]
-        depth, left, pixel_width = billboard.depth, billboard.left, billboard.pixel_width
-        pixel_height = focal * sprite_height / depth
-        bottom = height / 2 + focal * CONFIG.eye_height / depth
-        top = bottom - pixel_height
-        column_start, column_end = max(math.floor(left), 0), min(math.ceil(left + pixel_width), width)
-        row_start, row_end = max(math.floor(top), 0), min(math.ceil(bottom), height)
-        if column_start >= column_end or row_start >= row_end:
-            continue
-        u = ((np.arange(column_start, column_end) + 0.5 - left) / pixel_width)[None, :]  # (1, w)
-        v = ((np.arange(row_start, row_end) + 0.5 - top) / pixel_height)[:, None]  # (h, 1)
-        u, v = np.broadcast_arrays(u, v)
-        mask, colors, emissive = shape(u, v, np.asarray(billboard.color, dtype=np.float32))
-        mask = mask & (u >= 0) & (u < 1) & (v >= 0) & (v < 1)
-        mask &= (rays.depth[column_start:column_end] > depth)[None, :]
-        lit = colors * _light(lighting, np.float32(depth), state.weather)
-        lit = np.where(emissive[..., None], colors, lit)
+    billboards = _billboards(state, width, focal)
+    depth, left, pixel_width = billboards.depth, billboards.left, billboards.pixel_width  # (N,)
+    pixel_height = focal * SPRITE_HEIGHTS[billboards.kind] / depth
+    bottom = height / 2 + focal * CONFIG.eye_height / depth
+    top = bottom - pixel_height
+    column_start = np.maximum(np.floor(left), 0).astype(np.int64)
+    box_width = np.maximum(np.minimum(np.ceil(left + pixel_width), width).astype(np.int64) - column_start, 0)
+    row_start = np.maximum(np.floor(top), 0).astype(np.int64)
+    box_height = np.maximum(np.minimum(np.ceil(bottom), height).astype(np.int64) - row_start, 0)
+    # Candidates run box by box, row by row, and grouped by kind, so that each shape reads one contiguous slice;
+    # the index of a billboard (far to near) says which one is in front. What depends on the row alone or on the
+    # column alone is computed once per box row or box column and repeated.
+    by_kind = np.argsort(billboards.kind, kind="stable")
+    box_rows = np.where(box_width > 0, box_height, 0)[by_kind]  # (N,) 0 for a billboard off the screen
+    row_owner = np.repeat(by_kind, box_rows)  # (R,) the billboard of each box row
+    row = row_start[row_owner] + _index_in_run(box_rows)  # (R,)
+    row_v = (row + 0.5 - top[row_owner]) / pixel_height[row_owner]
+    box_columns = box_width[by_kind]  # (N,)
+    column_owner = np.repeat(by_kind, box_columns)  # (C,) the billboard of each box column
+    column = column_start[column_owner] + _index_in_run(box_columns)
+    column_u = (column + 0.5 - left[column_owner]) / pixel_width[column_owner]
+    row_width = box_width[row_owner]  # (R,)
+    owner = np.repeat(row_owner, row_width)  # (P,) the billboard of each candidate pixel
+    rows, v = np.repeat(row, row_width), np.repeat(row_v, row_width)  # (P,)
+    first_column = np.repeat(np.cumsum(box_columns) - box_columns, box_rows)  # (R,) in `column`
+    at_column = np.repeat(first_column, row_width) + _index_in_run(row_width)  # (P,)
+    columns, u = column[at_column], column_u[at_column]
+    # The wall depth is float32, and so is the comparison: a billboard exactly at a wall's depth stays behind it.
+    billboard_depth = depth.astype(np.float32)
+    column_open = (column_u >= 0) & (column_u < 1) & (rays.depth[column] > billboard_depth[column_owner])  # (C,)
+    covered = column_open[at_column] & np.repeat((row_v >= 0) & (row_v < 1), row_width)  # (P,)
+    per_kind = np.bincount(billboards.kind[by_kind], weights=box_rows * box_columns, minlength=len(SPRITE_KINDS))
+    per_kind = per_kind.astype(np.int64)  # candidates of each kind
+    kind_end = np.cumsum(per_kind)
+    kinds = [
+        (SPRITES[name][0], end - size, end)
+        for name, size, end in zip(SPRITE_KINDS, per_kind, kind_end, strict=True)
+        if size
+    ]
+    for shape, start, end in kinds:
+        covered[start:end] &= shape.covers(u[start:end], v[start:end])
+    drawn = np.flatnonzero(covered)
+    key = (rows[drawn] * width + columns[drawn]) * len(depth) + owner[drawn]  # by pixel, then far to near
+    order = np.argsort(key)
+    pixel = key[order] // len(depth)
+    nearest = np.ones(len(order), dtype=bool)  # the last candidate of each pixel
+    nearest[:-1] = pixel[1:] != pixel[:-1]
+    shown = np.zeros(len(owner), dtype=bool)
+    shown[drawn[order[nearest]]] = True
+    light = _light(lighting, billboard_depth, state.weather)  # (N, 3)
+    for shape, start, end in kinds:
+        chosen = start + np.flatnonzero(shown[start:end])
+        of = owner[chosen]
+        colors, emissive = shape.paint(u[chosen], v[chosen], billboards.color[of].astype(np.float32))
+        lit = np.where(emissive[..., None], colors, colors * light[of])
         if state.fog:
-            lit = _fog(lit, np.float32(depth), lighting)
-        region = image[row_start:row_end, column_start:column_end]
-        region[mask] = lit[mask]
+            lit = _fog(lit, billboard_depth[of], lighting)
+        image[rows[chosen], columns[chosen]] = lit
 
 
 def _draw_weather(image: np.ndarray, state: WorldState) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import uuid
@@ -16,11 +17,13 @@ from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.tests.factories import UserFactory
 from config.routing import application
 from inference import protocol
-from play.models import PlaySession
-from play.services import event_log_and_forward, session_group, worker_forward_event
+from play.models import PlaySession, SessionEvent
+from play.services import event_log_and_forward, session_group, viewer_address, worker_forward_event
 from play.tests.factories import PlaySessionFactory
+from play.tests.test_play_consumer import connect as browser_connect
 from tests.fixtures import another_process_layer
 from workers.models import WorkerNode
 from workers.selectors import workers_connected, workers_summary
@@ -220,3 +223,122 @@ async def test_a_proposal_goes_back_to_its_worker_even_while_the_workers_channel
     await worker.disconnect()
     for _ in range(full_layer.capacity):
         await full_layer.receive(full_channel)
+
+
+async def test_a_browser_that_joins_alone_is_told_where_the_story_stands_and_the_others_are_not_told_again() -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=node)
+    others = [await database_sync_to_async(UserFactory)() for _ in range(3)]
+    await database_sync_to_async(session.participants.add)(*others)
+    await assigned(worker, "gpu-box-1", str(session.pk))
+    owner = await database_sync_to_async(lambda: session.owner)()
+    joined: list[WebsocketCommunicator] = []
+    for user in [owner, *others]:
+        browser = await browser_connect(session.pk, user)
+        await browser.connect()
+        assert (await browser.receive_json_from())["type"] == "welcome"
+        opening = protocol.decode_from_platform(await worker.receive_from(timeout=5))
+        assert isinstance(opening, protocol.SessionOpen) and opening.viewer is not None
+        # The worker hosting the session answers as it does a reopen: where the story stands, for that viewer.
+        for answer in (
+            protocol.SessionOpened(session=str(session.pk), tick=7, viewer=opening.viewer),
+            protocol.SessionNarration(session=str(session.pk), text="A hall.", viewer=opening.viewer),
+            protocol.SessionChoices(
+                session=str(session.pk), beat="hall", choices=["Go on"], ended=False, viewer=opening.viewer
+            ),
+        ):
+            await worker.send_to(text_data=protocol.encode(answer))
+        told = [(await browser.receive_json_from(timeout=5))["type"] for _ in range(3)]
+        assert told == ["status", "narration", "choices"]
+        for earlier in joined:
+            assert await earlier.receive_nothing(timeout=0.2)
+        joined.append(browser)
+
+    # What the story says next is still for all of them.
+    await worker.send_to(text_data=protocol.encode(protocol.SessionNarration(session=str(session.pk), text="A door.")))
+    for browser in joined:
+        assert await browser.receive_json_from(timeout=5) == {"type": "narration", "text": "A door."}
+    for browser in joined:
+        await browser.disconnect()
+    await worker.disconnect()
+
+
+@pytest.mark.parametrize("address", ["forged", "other-session"])
+async def test_a_worker_cannot_answer_a_browser_with_an_address_the_platform_did_not_give_for_that_session(
+    address: str,
+) -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=node)
+    await assigned(worker, "gpu-box-1", str(session.pk))
+    browser_channel = await get_channel_layer().new_channel()
+    viewer = viewer_address(uuid.uuid4(), browser_channel) if address == "other-session" else "forged"
+    narration = protocol.SessionNarration(session=str(session.pk), text="Psst.", viewer=viewer)
+    await worker.send_to(text_data=protocol.encode(narration))
+
+    assert "viewer's address" in (await worker.receive_json_from(timeout=5))["error"]
+    with pytest.raises(asyncio.TimeoutError):
+        async with asyncio.timeout(0.3):
+            await get_channel_layer().receive(browser_channel)
+    await worker.disconnect()
+
+
+async def test_a_tick_s_report_records_every_input_it_applied_in_every_session() -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    sessions = [await database_sync_to_async(PlaySessionFactory)(status="running", worker=node) for _ in range(2)]
+    for session in sessions:
+        await assigned(worker, "gpu-box-1", str(session.pk))
+        for _ in range(2):
+            await database_sync_to_async(log_input)(session.pk)
+            assert (await worker.receive_json_from())["type"] == "session.input"
+    first, second = (str(session.pk) for session in sessions)
+    report = protocol.InputsApplied(
+        applied=[
+            protocol.SessionApplied(session=first, sequence=1, tick=4, events=[]),
+            protocol.SessionApplied(session=second, sequence=1, tick=4, events=[{"kind": "snow"}]),
+            protocol.SessionApplied(
+                session=first, sequence=2, tick=5, events=[], story=protocol.StoryState(beat="left"), hooks=["door"]
+            ),
+        ]
+    )
+    await send(worker, report)
+    await send(worker, protocol.WorkerHeartbeat(free_slots=1))  # recorded after the report, in order
+    assert await worker.receive_nothing(timeout=0.5)
+
+    def recorded() -> dict[tuple[str, int], tuple[int | None, dict]]:
+        return {
+            (str(event.session_id), event.sequence): (event.applied_tick, event.applied_effects)
+            for event in SessionEvent.objects.all()
+        }
+
+    story = msgspec.to_builtins(protocol.StoryState(beat="left"))
+    assert await database_sync_to_async(recorded)() == {
+        (first, 1): (4, {"events": []}),
+        (first, 2): (5, {"events": [], "story": story, "hooks": ["door"]}),
+        (second, 1): (4, {"events": [{"kind": "snow"}]}),
+        (second, 2): (None, {}),
+    }
+    await worker.disconnect()
+
+
+async def test_a_report_naming_a_session_not_assigned_to_the_worker_is_refused_whole() -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=node)
+    await assigned(worker, "gpu-box-1", str(session.pk))
+    await database_sync_to_async(log_input)(session.pk)
+    assert (await worker.receive_json_from())["type"] == "session.input"
+    report = protocol.InputsApplied(
+        applied=[
+            protocol.SessionApplied(session=str(session.pk), sequence=1, tick=4, events=[]),
+            protocol.SessionApplied(session=str(uuid.uuid4()), sequence=1, tick=4, events=[]),
+        ]
+    )
+    await send(worker, report)
+
+    assert "not assigned" in (await worker.receive_json_from())["error"]
+    ticks = await database_sync_to_async(lambda: list(SessionEvent.objects.values_list("applied_tick", flat=True)))()
+    assert ticks == [None]
+    await worker.disconnect()
