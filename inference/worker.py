@@ -415,7 +415,7 @@ class InferenceWorker:
         assert engine is not None  # a conversation steps no engine, so it has no frames
         facts = engine.facts
         if facts.codec == "jpeg":
-            picture, key = frame.jpeg, True
+            codec, picture, key = "jpeg", frame.jpeg, True
         else:
             if frame.pixels is None:
                 raise ValueError(f"engine {engine.name!r} streams {facts.codec} but its frame has no pixels")
@@ -427,9 +427,10 @@ class InferenceWorker:
                     height=facts.height,
                     frames_per_second=round(self.config.frames_per_second),
                 )
+            codec = encoder.codec  # the engine's, or the fallback where this build cannot encode it
             picture, key = encoder.encode(frame.pixels)
         return protocol.frame_encode(
-            session=frame.session, number=frame.number, sequence=sequence, codec=facts.codec, key=key, picture=picture
+            session=frame.session, number=frame.number, sequence=sequence, codec=codec, key=key, picture=picture
         )
 
     async def applied_report(self, connection: ClientConnection) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from inference.engine import RaycastVideoEngine, StepRequest, create_engine
 from inference.protocol import WEBCODECS_CODECS
+from inference.video import encoder as video_encoder
 from inference.video.encoder import VideoConfig, VideoEncoder
 from inference.world.state import Action
 
@@ -104,3 +105,17 @@ def test_the_h264_stream_is_the_profile_and_level_the_page_declares_to_its_decod
     # header are profile_idc, the constraint flags and level_idc, which an avc1.PPCCLL string spells in hex.
     start = packet.index(b"\x00\x00\x01\x67") + 4
     assert f"avc1.{packet[start : start + 3].hex().upper()}" == WEBCODECS_CODECS["h264"]
+
+
+def test_a_build_without_an_h264_encoder_streams_vp8_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An FFmpeg without libx264 (a distribution's, for its licence): the encoder FFmpeg would look for is absent.
+    monkeypatch.setitem(video_encoder.ENCODERS, "h264", "libx264-not-in-this-build")
+    encoder = VideoEncoder("h264", width=WIDTH, height=HEIGHT, frames_per_second=20)
+    assert encoder.codec == "vp8"
+    decoder = av.CodecContext.create("vp8", "r")
+    for picture in pictures(3):
+        packet, _ = encoder.encode(picture)
+        assert len(decoder.decode(av.Packet(packet))) == 1
+    monkeypatch.setitem(video_encoder.ENCODERS, "vp8", "libvpx-not-in-this-build")
+    with pytest.raises(RuntimeError, match="encodes none of"):
+        VideoEncoder("h264", width=WIDTH, height=HEIGHT, frames_per_second=20)

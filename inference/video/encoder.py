@@ -4,7 +4,7 @@ One encoder per session, whose packets go unchanged to every viewer of the sessi
 WebRTC's software encoders are: no B-frames and no look-ahead, so a frame in is a packet out; key frames when a
 viewer arrives (the platform asks), when the session opens (a new encoder, after a failover too), and
 periodically. H.264 is libx264's constrained baseline (what `avc1.42C01F` declares to the page's WebCodecs
-decoder); VP8 is libvpx at its realtime deadline, the fallback for a browser or build without H.264.
+decoder); VP8 is libvpx at its realtime deadline, the fallback for an FFmpeg build without libx264.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from av.video.frame import PictureType
 from inference.protocol import WEBCODECS_CODECS
 
 VIDEO_CODECS = tuple(WEBCODECS_CODECS)
+ENCODERS = {"h264": "libx264", "vp8": "libvpx"}  # FFmpeg's encoder for each codec
 # H.264 level 3.1's largest frame in 16x16 macroblocks (1280x720), the level WEBCODECS_CODECS declares.
 MAX_MACROBLOCKS = 3600
 
@@ -45,6 +46,19 @@ class VideoConfig:
 CONFIG = VideoConfig()
 
 
+def codec_encodable(wanted: str) -> str:
+    """The codec a session streams in: the engine's, else the other where this FFmpeg build has no encoder for
+    it (PyAV's wheels bundle both; an FFmpeg of a distribution may leave out libx264, whose licence is the GPL).
+    Each frame names its codec, so the page decodes whichever comes."""
+    for codec in (wanted, *(other for other in VIDEO_CODECS if other != wanted)):
+        try:
+            av.codec.Codec(ENCODERS[codec], "w")
+        except av.codec.codec.UnknownCodecError:
+            continue
+        return codec
+    raise RuntimeError(f"this FFmpeg build encodes none of {', '.join(VIDEO_CODECS)}")
+
+
 class VideoEncoder:
     """One session's encoder: `encode` takes an (H, W, 3) uint8 RGB picture and returns its packet."""
 
@@ -55,8 +69,9 @@ class VideoEncoder:
             raise ValueError(f"4:2:0 video needs an even width and height, got {width}x{height}")
         if (width + 15) // 16 * ((height + 15) // 16) > MAX_MACROBLOCKS:
             raise ValueError(f"{width}x{height} is larger than H.264 level 3.1 holds (1280x720)")
+        codec = codec_encodable(codec)
         self.codec, self.width, self.height = codec, width, height
-        self.context = av.CodecContext.create("libx264" if codec == "h264" else "libvpx", "w")
+        self.context = av.CodecContext.create(ENCODERS[codec], "w")
         self.context.width, self.context.height, self.context.pix_fmt = width, height, "yuv420p"
         self.context.time_base = fractions.Fraction(1, frames_per_second)
         self.context.framerate = fractions.Fraction(frames_per_second, 1)
