@@ -172,7 +172,11 @@
     if (!decoder || decoder.state === "closed" || decoderCodec !== codec) {
       if (!key) return; // nothing to decode a delta from: the next key frame starts the picture
       if (!("VideoDecoder" in window)) {
-        if (!videoRefused) say("⚠ This browser cannot decode video (it has no WebCodecs).", "player-error");
+        // WebCodecs exists only on secure pages: a platform served over plain HTTP, away from localhost, has none.
+        const why = window.isSecureContext
+          ? "this browser has no WebCodecs"
+          : "video plays only on a secure page: HTTPS, or localhost";
+        if (!videoRefused) say(`⚠ This world streams video, which this page cannot decode (${why}).`, "player-error");
         videoRefused = true;
         return;
       }
