@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 
 # A failover replays to the newest frame number written; a quarter second is 5 frames at 20 a second.
 LAST_FRAME_EVERY_SECONDS = 0.25
+# Closed sessions a connection remembers: far more than a worker's slots close within one tick's messages.
+CLOSED_KEPT = 1000
 
 
 def embedding_decoded(data: bytes) -> np.ndarray:
@@ -81,6 +83,8 @@ class WorkerConsumer(WorkerEndpoint):
     async def connect(self) -> None:
         # Sessions this worker was given; it may speak of no other (a worker cannot write into others' streams).
         self.assigned: set[str] = set()
+        # Sessions closed on it, newest last: what it sent of them before it read the close is dropped, not refused.
+        self.closed: dict[str, None] = {}
         # Each session's newest frame number, and when it was last written to the cache.
         self.last_frames: dict[str, int] = {}
         self.last_frames_written: dict[str, float] = {}
@@ -103,7 +107,8 @@ class WorkerConsumer(WorkerEndpoint):
 
     async def frame_received(self, data: bytes) -> None:
         header, frame = frame_relayed(data)
-        self.check_assigned(header.session)
+        if not self.speaks_of(header.session):
+            return
         await self.frames.group_send(play.session_group(header.session), frame)
         await self.last_frame_note(header.session, header.number)
 
@@ -123,13 +128,14 @@ class WorkerConsumer(WorkerEndpoint):
 
     async def message_received(self, message: protocol.WorkerToPlatform) -> None:
         if isinstance(message, protocol.InputsApplied):
-            for applied in message.applied:
-                self.check_assigned(applied.session)
-            self.record(
-                play.session_inputs_applied, applied=[play.applied_effects(applied) for applied in message.applied]
-            )
+            applied = [applied for applied in message.applied if self.speaks_of(applied.session)]
+            if applied:
+                self.record(play.session_inputs_applied, applied=[play.applied_effects(each) for each in applied])
             return
-        session = self.assigned_session(message)
+        spoken_of = getattr(message, "session", None)
+        if not self.speaks_of(spoken_of):
+            return
+        session = uuid.UUID(spoken_of)
         match message:
             case protocol.SessionMissing():
                 self.record(play.session_inputs_resend, session_id=session)
@@ -209,15 +215,15 @@ class WorkerConsumer(WorkerEndpoint):
         if running:
             await self.send_message(play.input_forward_message(event))
 
-    def assigned_session(self, message: protocol.WorkerToPlatform) -> uuid.UUID:
-        """The session a worker's message is about, when it was given to this worker, or ProtocolError."""
-        session = getattr(message, "session", None)
-        self.check_assigned(session)
-        return uuid.UUID(session)
-
-    def check_assigned(self, session: str | None) -> None:
-        if session is None or session not in self.assigned:
-            raise protocol.ProtocolError(f"session {session} is not assigned to this worker")
+    def speaks_of(self, session: str | None) -> bool:
+        """Whether what the worker sent of `session` is taken: yes for a session given to it; quietly no for one
+        closed on it a moment ago (its last frames, snapshot or applied inputs crossed the close on the wire);
+        ProtocolError for any other (a worker cannot write into others' streams)."""
+        if session is not None and session in self.assigned:
+            return True
+        if session is not None and session in self.closed:
+            return False
+        raise protocol.ProtocolError(f"session {session} is not assigned to this worker")
 
     async def worker_forward(self, event: dict[str, Any]) -> None:
         """A message from the platform's services for this worker, encoded once (play.services.send_to_worker)."""
@@ -225,4 +231,7 @@ class WorkerConsumer(WorkerEndpoint):
             self.assigned.add(event["session"])
         elif event["kind"] == "session.close":
             self.assigned.discard(event["session"])
+            self.closed[event["session"]] = None
+            if len(self.closed) > CLOSED_KEPT:
+                del self.closed[next(iter(self.closed))]  # closed longest ago
         await self.send(text_data=event["text"])

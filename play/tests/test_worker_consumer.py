@@ -168,8 +168,11 @@ async def test_a_worker_may_publish_only_to_the_sessions_assigned_to_it() -> Non
         worker_forward_event(protocol.SessionClose(session=session)),
     )
     assert (await owner_worker.receive_json_from())["type"] == "session.close"
+    # Sent as the close crossed it on the wire: dropped, neither relayed nor refused.
     await send(owner_worker, protocol.SessionNarration(session=session, text="after closing"))
-    assert "not assigned" in (await owner_worker.receive_json_from())["error"]
+    assert await owner_worker.receive_nothing(timeout=0.3)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(get_channel_layer().receive(browsers), timeout=0.3)
     await owner_worker.disconnect()
     await other_worker.disconnect()
 
@@ -323,7 +326,7 @@ async def test_a_tick_s_report_records_every_input_it_applied_in_every_session()
     await worker.disconnect()
 
 
-async def test_a_report_naming_a_session_not_assigned_to_the_worker_is_refused_whole() -> None:
+async def test_a_report_naming_a_session_never_assigned_to_the_worker_is_refused() -> None:
     worker = await connect_worker("gpu-box-1")
     node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
     session = await database_sync_to_async(PlaySessionFactory)(status="running", worker=node)
@@ -341,4 +344,34 @@ async def test_a_report_naming_a_session_not_assigned_to_the_worker_is_refused_w
     assert "not assigned" in (await worker.receive_json_from())["error"]
     ticks = await database_sync_to_async(lambda: list(SessionEvent.objects.values_list("applied_tick", flat=True)))()
     assert ticks == [None]
+    await worker.disconnect()
+
+
+async def test_what_a_worker_sent_of_a_session_as_it_was_closed_is_dropped_and_the_rest_recorded() -> None:
+    worker = await connect_worker("gpu-box-1")
+    node = await database_sync_to_async(WorkerNode.objects.get)(name="gpu-box-1")
+    kept, closed = [await database_sync_to_async(PlaySessionFactory)(status="running", worker=node) for _ in range(2)]
+    for session in (kept, closed):
+        await assigned(worker, "gpu-box-1", str(session.pk))
+        await database_sync_to_async(log_input)(session.pk)
+        assert (await worker.receive_json_from())["type"] == "session.input"
+    await get_channel_layer().send(
+        node.channel_name, worker_forward_event(protocol.SessionClose(session=str(closed.pk)))
+    )
+    assert (await worker.receive_json_from())["type"] == "session.close"
+    # Sent before the worker read the close: a frame and a report naming both sessions.
+    frame = protocol.frame_encode(session=str(closed.pk), number=9, sequence=1, codec="jpeg", key=True, picture=b"x")
+    await worker.send_to(bytes_data=frame)
+    report = protocol.InputsApplied(
+        applied=[
+            protocol.SessionApplied(session=str(kept.pk), sequence=1, tick=4, events=[]),
+            protocol.SessionApplied(session=str(closed.pk), sequence=1, tick=4, events=[]),
+        ]
+    )
+    await send(worker, report)
+    await send(worker, protocol.WorkerHeartbeat(free_slots=1))  # recorded after the report, in order
+
+    assert await worker.receive_nothing(timeout=0.5)  # nothing refused
+    ticks = await database_sync_to_async(lambda: dict(SessionEvent.objects.values_list("session_id", "applied_tick")))()
+    assert ticks == {kept.pk: 4, closed.pk: None}
     await worker.disconnect()
