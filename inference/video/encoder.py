@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fractions
 from dataclasses import dataclass
+from typing import cast
 
 import av
 import numpy as np
@@ -71,7 +72,7 @@ class VideoEncoder:
             raise ValueError(f"{width}x{height} is larger than H.264 level 3.1 holds (1280x720)")
         codec = codec_encodable(codec)
         self.codec, self.width, self.height = codec, width, height
-        self.context = av.CodecContext.create(ENCODERS[codec], "w")
+        self.context = cast(av.VideoCodecContext, av.CodecContext.create(ENCODERS[codec], "w"))
         self.context.width, self.context.height, self.context.pix_fmt = width, height, "yuv420p"
         self.context.time_base = fractions.Fraction(1, frames_per_second)
         self.context.framerate = fractions.Fraction(frames_per_second, 1)
