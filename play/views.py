@@ -14,6 +14,7 @@ from inference.play.host import CONVERSATION
 from play import protocol, services
 from play.models import PlaySession
 from play.selectors import conversation_so_far, session_role, sessions_open_for, version_playable
+from workers.selectors import engine_frame_size
 from worlds.categories import Category
 from worlds.models import World
 from worlds.published import PublishedWorld, published_world
@@ -62,6 +63,7 @@ def session_page(request: SignedInRequest, session_id: str) -> HttpResponse:
         "said_before": conversation_so_far(session=session, viewer=request.user),
         # Sessions started before characters were met in their scene ran on no engine: a conversation alone.
         "drawn": session.engine != CONVERSATION,
+        "frame_size": engine_frame_size(session.engine),
         "is_creator": session.version.world.owner_id == request.user.pk,
         "protocol_constants": protocol.PAGE_CONSTANTS,
     }

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from inference.engine import available_engines
+from inference.engine import WorldEngine, available_engines
 from inference.play.host import CONVERSATION
 from workers.models import WorkerNode
 
@@ -37,12 +38,10 @@ def engines_offered() -> list[str]:
     return list(engine_labels())
 
 
-def engine_labels() -> dict[str, str]:
-    """Each offered engine (see engines_offered), by name, with what it draws ("worldmodel: 64x64 at 20 fps,
-    cpu"; a video codec is named: "raycaster-video: 640x352 at 20 fps, h264, cpu"): from the facts its connected
-    workers announced, else from the engine as this process knows it; the bare name if neither."""
-    local = available_engines()
-    facts: dict[str, dict[str, object]] = {
+def engines_known(local: dict[str, type[WorldEngine]]) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """The facts of every engine known here, by name (what connected workers announced, over what this process's
+    own engines state), and the names connected workers serve."""
+    facts: dict[str, dict[str, Any]] = {
         name: {key: getattr(engine.facts, key) for key in ("width", "height", "frames_per_second", "codec", "device")}
         for name, engine in local.items()
     }
@@ -50,6 +49,24 @@ def engine_labels() -> dict[str, str]:
     for engines, announced in workers_connected().values_list("engines", "engine_facts"):
         connected.update(engines)
         facts |= announced
+    return facts, connected
+
+
+def engine_frame_size(name: str) -> tuple[int, int]:
+    """The width and height of the frames an engine streams, so the player's picture has its shape before the
+    first frame; the raycaster's 256x256 for an engine nobody here knows."""
+    known = engines_known(available_engines())[0].get(name)
+    if known is None:
+        return 256, 256
+    return int(known["width"]), int(known["height"])
+
+
+def engine_labels() -> dict[str, str]:
+    """Each offered engine (see engines_offered), by name, with what it draws ("worldmodel: 64x64 at 20 fps,
+    cpu"; a video codec is named: "raycaster-video: 640x352 at 20 fps, h264, cpu"): from the facts its connected
+    workers announced, else from the engine as this process knows it; the bare name if neither."""
+    local = available_engines()
+    facts, connected = engines_known(local)
     offered = sorted((connected | set(settings.WORLDLOOM_ENGINES or local)) - {CONVERSATION})
     labels = {}
     for name in offered:

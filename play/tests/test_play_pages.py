@@ -94,3 +94,12 @@ def test_a_reloaded_player_page_shows_the_conversation_so_far(signed_in: SignIn)
     PlaySession.objects.filter(pk=session.pk).update(is_live=True)
     seen_by_other = signed_in(other).get(reverse("play:session", args=[session.pk])).content.decode()
     assert f"<li>{said.player.username}: I am &lt;b&gt;Tomasz&lt;/b&gt;, a sailor.</li>" in seen_by_other
+
+
+@pytest.mark.parametrize(("engine", "size"), [("raycaster-video", (640, 352)), ("raycaster", (256, 256))])
+def test_the_player_picture_has_its_engines_frame_size_before_the_first_frame(
+    signed_in: SignIn, engine: str, size: tuple[int, int]
+) -> None:
+    session = PlaySessionFactory(engine=engine)
+    page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
+    assert f'<canvas width="{size[0]}" height="{size[1]}"' in page

@@ -9,6 +9,8 @@
   const live = root.dataset.live === "true";
   const canvas = root.querySelector("canvas"); // absent in a conversation with a character
   const context = canvas ? canvas.getContext("2d") : null;
+  // The picture takes the engine's shape (the page states its frame size) before the first frame is drawn.
+  if (canvas) canvas.parentElement.style.aspectRatio = `${canvas.width} / ${canvas.height}`;
   const debugPanel = root.querySelector(".player-debug");
   const speaking = new Map(); // character -> the log line their reply is streaming into
   const stateLine = root.querySelector(".player-state"); // a live region: changes only with the state
