@@ -24,11 +24,11 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import websockets
@@ -243,9 +243,10 @@ class InferenceWorker:
                 backoff, initial_delay=1.0, min_delay=1.0, max_delay=self.config.max_backoff_seconds, factor=2.0
             ),
         )
-        # The attempts are an async generator: closed here when the worker is cancelled, not left to the loop's
-        # finalizer, whose closing task the stopped loop would destroy still pending.
-        async with contextlib.aclosing(aiter(connections)) as attempts:
+        # The attempts are an async generator (websockets types them as an iterator): closed here when the worker is
+        # cancelled, not left to the loop's finalizer, whose closing task the stopped loop would destroy pending.
+        attempts = cast("AsyncGenerator[ClientConnection, None]", aiter(connections))
+        async with contextlib.aclosing(attempts):
             async for connection in attempts:
                 try:
                     await self.serve(connection)
