@@ -24,11 +24,11 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import websockets
@@ -243,14 +243,18 @@ class InferenceWorker:
                 backoff, initial_delay=1.0, min_delay=1.0, max_delay=self.config.max_backoff_seconds, factor=2.0
             ),
         )
-        async for connection in connections:
-            try:
-                await self.serve(connection)
-            except (TimeoutError, OSError, websockets.ConnectionClosed) as error:
-                logger.warning("connection to %s lost (%s); reconnecting", self.config.url, error)
-            finally:
-                self.connected.clear()
-                await self.sessions_drop()
+        # The attempts are an async generator (websockets types them as an iterator): closed here when the worker is
+        # cancelled, not left to the loop's finalizer, whose closing task the stopped loop would destroy pending.
+        attempts = cast("AsyncGenerator[ClientConnection, None]", aiter(connections))
+        async with contextlib.aclosing(attempts):
+            async for connection in attempts:
+                try:
+                    await self.serve(connection)
+                except (TimeoutError, OSError, websockets.ConnectionClosed) as error:
+                    logger.warning("connection to %s lost (%s); reconnecting", self.config.url, error)
+                finally:
+                    self.connected.clear()
+                    await self.sessions_drop()
 
     def attempt_failed(self, error: Exception) -> Exception | None:
         """None to try again after a failed connection attempt, or the exception that ends the worker."""

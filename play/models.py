@@ -83,6 +83,21 @@ class SessionEvent(models.Model):
         return f"{self.session_id} #{self.sequence} {self.kind}"
 
 
+class NarrationLine(models.Model):
+    """A line the session's narrator told all its browsers (a world change, a scene, a hook's outcome): what a
+    reloaded page shows of the story so far. The worker keeps where the story stands, not what it said."""
+
+    session = models.ForeignKey(PlaySession, on_delete=models.CASCADE, related_name="narration")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.text[:40]}"
+
+
 class SessionSnapshot(models.Model):
     """A session's engine state and narrative state at a tick, with the last input applied by then."""
 

@@ -246,24 +246,23 @@ def live_session_now(*, world: Any) -> PlaySession | None:
     )
 
 
-# Lines of talk a page shows when it opens: enough to pick a conversation up where it stood.
-CONVERSATION_LINES_SHOWN = 20
+# Lines of the log a page shows when it opens: enough to pick the story and its conversations up where they stood.
+LOG_LINES_SHOWN = 20
 
 
-def conversation_so_far(*, session: PlaySession, viewer: User) -> list[str]:
-    """The latest words said to characters and their replies, as the log line the page showed for each, oldest
-    first: a reload or a second visit picks the conversation up where it stood (the worker keeps the story's
-    place, not what the page showed)."""
-    spoken = (
-        session.events.filter(kind="speech")
-        .select_related("player")
-        .order_by("-sequence")[: CONVERSATION_LINES_SHOWN // 2]
-    )
-    lines: list[str] = []
+def story_so_far(*, session: PlaySession, viewer: User) -> list[str]:
+    """The latest lines of the session's log as the page showed them, oldest first: what the narrator told
+    (NarrationLine), the words said to characters and their replies. A reload or a second visit picks the story
+    up where it stood (the worker keeps the story's place, not what the page showed)."""
+    spoken = session.events.filter(kind="speech").select_related("player").order_by("-sequence")[: LOG_LINES_SHOWN // 2]
+    told = session.narration.order_by("-pk")[:LOG_LINES_SHOWN]
+    # (when, then which of a speech's two lines, text): a reply follows the words it answers.
+    lines: list[tuple[Any, int, str]] = [(line.created_at, 0, line.text) for line in reversed(told)]
     for event in reversed(spoken):
         speaker = "You" if event.player_id == viewer.pk else (event.player.get_username() if event.player else "")
-        lines.append(f"{speaker}: {event.payload.get('text', '')}")
+        lines.append((event.created_at, 0, f"{speaker}: {event.payload.get('text', '')}"))
         reply = event.applied_effects.get("reply")
         if reply:
-            lines.append(f"{event.payload.get('character', '')}: {reply}")
-    return lines
+            lines.append((event.created_at, 1, f"{event.payload.get('character', '')}: {reply}"))
+    lines.sort(key=lambda line: line[:2])  # stable: lines told at the same moment keep their order
+    return [text for _, _, text in lines[-LOG_LINES_SHOWN:]]

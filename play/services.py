@@ -31,8 +31,9 @@ from inference.controls import PROPOSAL_INPUT_TYPES
 from inference.protocol import SessionClose, SessionInput, SessionKeyFrame, SessionOpen, SessionRefresh
 from memories.services import exchange_record
 from play import protocol
-from play.models import PlaySession, SessionEvent, SessionSnapshot, SessionStatus
+from play.models import NarrationLine, PlaySession, SessionEvent, SessionSnapshot, SessionStatus
 from play.selectors import (
+    LOG_LINES_SHOWN,
     SNAPSHOTS_NEWEST_FIRST,
     last_frame_seen,
     queue_estimated_wait_seconds,
@@ -399,6 +400,14 @@ def session_snapshot_store(
     PlaySession.objects.filter(pk=session_id, last_frame__lt=tick).update(last_frame=tick)
     stale = SessionSnapshot.objects.filter(session_id=session_id).order_by(*SNAPSHOTS_NEWEST_FIRST)[SNAPSHOTS_KEPT:]
     SessionSnapshot.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
+
+
+@transaction.atomic
+def session_narration_record(*, session_id: uuid.UUID, text: str) -> None:
+    """Keep a line the narrator told the session's browsers, and no more of them than a reloaded page shows."""
+    NarrationLine.objects.create(session_id=session_id, text=text)
+    stale = NarrationLine.objects.filter(session_id=session_id).order_by("-pk")[LOG_LINES_SHOWN:]
+    NarrationLine.objects.filter(pk__in=list(stale.values_list("pk", flat=True))).delete()
 
 
 @transaction.atomic

@@ -13,7 +13,7 @@ from accounts.roles import PLAY
 from inference.play.host import CONVERSATION
 from play import protocol, services
 from play.models import PlaySession
-from play.selectors import conversation_so_far, session_role, sessions_open_for, version_playable
+from play.selectors import session_role, sessions_open_for, story_so_far, version_playable
 from workers.selectors import engine_frame_size
 from worlds.categories import Category
 from worlds.models import World
@@ -60,7 +60,7 @@ def session_page(request: SignedInRequest, session_id: str) -> HttpResponse:
         "characters": [character.name for character in characters],
         "participants": [session.owner, *session.participants.all()] if session.is_live else [],
         "conversation": conversation_for(published=published),
-        "said_before": conversation_so_far(session=session, viewer=request.user),
+        "said_before": story_so_far(session=session, viewer=request.user),
         # Sessions started before characters were met in their scene ran on no engine: a conversation alone.
         "drawn": session.engine != CONVERSATION,
         "frame_size": engine_frame_size(session.engine),

@@ -170,6 +170,11 @@ class WorkerConsumer(WorkerEndpoint):
                 await self.session_propose(message)
             case protocol.SessionBlocked():
                 await database_call(blocked_record)(message)
+            case protocol.SessionNarration(viewer=None):
+                # Told to every browser: kept for a page that reloads. One told to a browser alone repeats where
+                # the story stands to a page that just arrived, and was kept when it was first told.
+                self.record(play.session_narration_record, session_id=session, text=message.text)
+                await self.browsers_relay(session, message)
             case protocol.SessionDebugPrompt():
                 prompt = browser_protocol.DebugPrompt(
                     character=message.character, sections=message.sections, messages=message.messages

@@ -97,6 +97,13 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     kinds = list(SessionEvent.objects.filter(session=session, player=session.owner).values_list("kind", flat=True))
     assert kinds[:2] == ["key_down", "key_up"]
     assert kinds[-2:] == ["prompt", "choice"]
+    # A reload still shows the story so far, as the page told it.
+    page.reload()
+    expect(page.locator(".player-log")).to_contain_text("Night falls.")
+    expect(page.locator(".player-log")).to_contain_text("Eve tells you about the storm")
+    # The worker tells the reloaded page where the story stands: the scene it shows already, not twice.
+    expect(page.locator(".player-state")).to_have_text("Choose what happens next", timeout=30_000)
+    expect(page.locator(".player-log li", has_text="Eve tells you about the storm")).to_have_count(1)
 
 
 def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_platform: LivePlatform) -> None:

@@ -95,6 +95,10 @@ def test_serve_stops_within_ten_seconds_of_a_signal(
 ) -> None:
     assert seconds_to_stop(served, signal_number) < STOP_SECONDS
     assert served.returncode == 0  # a clean stop, not the deadline's
+    logged = served.communicate()[0]
+    # Every task a connection started ends with it: none is left pending for the closing loop to destroy.
+    assert "Worldloom stopped." in logged
+    assert "Task was destroyed" not in logged, logged
 
 
 @pytest.mark.slow

@@ -158,6 +158,12 @@ else:
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+if CELERY_TASK_ALWAYS_EAGER:
+    # An eager call still takes a producer from the broker's pool (to serialize its arguments as a sent task's
+    # would be), and kombu reads an empty broker URL as AMQP on localhost, warning so. The in-memory
+    # transport is the broker the embedded mode has: in-process, nothing to reach. It ignores the host, but
+    # kombu warns of any URL without one.
+    CELERY_BROKER_URL = "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 # Tasks must survive a killed worker child: acknowledge after running, requeue when the child is lost.
 CELERY_TASK_ACKS_LATE = True

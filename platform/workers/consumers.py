@@ -55,11 +55,19 @@ class WorkerEndpoint(DatabaseCallConsumer):
             protocol.PlatformWelcome(worker=self.worker_name, heartbeat_seconds=settings.WORKER_HEARTBEAT_SECONDS)
         )
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # A stopping server cancels the consumer without a disconnect: its writer must end with it, not be
+            # left pending for the closing loop to destroy.
+            await self.recorder_stop()
+
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "recorder"):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.records.join(), RECORDS_DRAIN_SECONDS)
-            self.recorder.cancel()
+            await self.recorder_stop()
         if self.worker is not None:
             await database_call(services.worker_disconnect)(worker=self.worker, channel_name=self.channel_name)
             await self.worker_left()
@@ -116,6 +124,12 @@ class WorkerEndpoint(DatabaseCallConsumer):
         before the worker's departure is handled, so a failover sees them all.
         """
         self.records.put_nowait((service, arguments))
+
+    async def recorder_stop(self) -> None:
+        if hasattr(self, "recorder") and not self.recorder.done():
+            self.recorder.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.recorder
 
     async def records_write(self) -> None:
         while True:

@@ -8,6 +8,8 @@ from django.urls import reverse
 from accounts.tests.factories import UserFactory
 from gallery.services import listing_refresh
 from play.models import PlaySession, SessionEvent
+from play.selectors import LOG_LINES_SHOWN
+from play.services import session_narration_record
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.fixtures import SignIn
 from worlds.documents import world_document
@@ -103,3 +105,25 @@ def test_the_player_picture_has_its_engines_frame_size_before_the_first_frame(
     session = PlaySessionFactory(engine=engine)
     page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
     assert f'<canvas width="{size[0]}" height="{size[1]}"' in page
+
+
+def test_a_reloaded_player_page_shows_the_story_so_far_in_order_escaped_and_bounded(signed_in: SignIn) -> None:
+    session = PlaySessionFactory()
+    for number in range(LOG_LINES_SHOWN):
+        session_narration_record(session_id=session.pk, text=f"Long ago {number}.")
+    session_narration_record(session_id=session.pk, text="Night falls.")
+    SessionEvent.objects.create(
+        session=session, sequence=1, player=session.owner, kind="speech",
+        payload={"type": "speech", "character": "Eve", "text": "Is it late?"},
+        applied_effects={"events": [], "reply": "It is night."},
+    )  # fmt: skip
+    session_narration_record(session_id=session.pk, text='You choose: <script>alert("x")</script>')
+    page = signed_in(session.owner).get(reverse("play:session", args=[session.pk])).content.decode()
+    assert (
+        "<li>Night falls.</li><li>You: Is it late?</li><li>Eve: It is night.</li>"
+        "<li>You choose: &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;</li></ol>"
+    ) in page
+    assert '<script>alert("x")' not in page
+    assert page.count("<li>Long ago") == LOG_LINES_SHOWN - 4  # the latest lines, the oldest gone
+    assert "<li>Long ago 3.</li>" not in page and "<li>Long ago 4.</li>" in page
+    assert session.narration.count() == LOG_LINES_SHOWN  # no more kept than a page shows

@@ -243,6 +243,8 @@
         break;
       }
       case "narration":
+        // Told again as the page opened: the story so far the page was served may end with it already.
+        if (message.again && log.lastElementChild?.textContent === message.text) break;
         say(message.text);
         break;
       case "choices":
