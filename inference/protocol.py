@@ -324,6 +324,9 @@ class SessionNarration(Message, tag="session.narration", kw_only=True, omit_defa
     session: SessionId
     text: Text
     viewer: Viewer | None = None  # for that browser only (see SessionOpen.viewer); else for all of them
+    # Where the story stands, told again (a session reopened, a browser arriving): pages showing the story so far
+    # have it already, and the platform keeps it once.
+    retold: bool = False
 
 
 class SessionChoices(Message, tag="session.choices", kw_only=True, omit_defaults=True, frozen=True):

@@ -231,8 +231,8 @@ class Status(ForBrowser, tag="status", frozen=True):
 
 class Narration(ForBrowser, tag="narration", frozen=True):
     text: str
-    # Where the story stands, told again to a page that just arrived: one showing the story so far (the session's
-    # kept narration) ends with this line already.
+    # Where the story stands, told again (to a page that just arrived, or by a reopened session): a page showing
+    # the story so far (the session's kept narration) may end with this line already.
     again: bool = False
 
 
@@ -298,7 +298,7 @@ def from_worker(message: worker_protocol.WorkerToPlatform, *, worker: str) -> Fo
         case worker_protocol.SessionOpened():
             return Status(state="running", worker=worker)
         case worker_protocol.SessionNarration():
-            return Narration(text=message.text, again=message.viewer is not None)
+            return Narration(text=message.text, again=message.viewer is not None or message.retold)
         case worker_protocol.SessionChoices():
             return Choices(beat=message.beat, choices=message.choices, ended=message.ended)
         case worker_protocol.SessionVotes():

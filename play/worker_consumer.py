@@ -170,9 +170,9 @@ class WorkerConsumer(WorkerEndpoint):
                 await self.session_propose(message)
             case protocol.SessionBlocked():
                 await database_call(blocked_record)(message)
-            case protocol.SessionNarration(viewer=None):
-                # Told to every browser: kept for a page that reloads. One told to a browser alone repeats where
-                # the story stands to a page that just arrived, and was kept when it was first told.
+            case protocol.SessionNarration(viewer=None, retold=False):
+                # Told for the first time, to every browser: kept for a page that reloads. One retold (a reopened
+                # session, a page that just arrived) repeats where the story stands, kept when it was first told.
                 self.record(play.session_narration_record, session_id=session, text=message.text)
                 await self.browsers_relay(session, message)
             case protocol.SessionDebugPrompt():

@@ -128,7 +128,7 @@ class PlayStateMachine:
         if self.story is None or self.story_state is None:
             return self._reaction([])
         self.offer_request(tick)
-        return self._reaction(arriving if arriving is not None else self.story_messages())
+        return self._reaction(arriving if arriving is not None else self.story_messages(retold=True))
 
     def apply(self, sequence: int, given: PlayerInput, tick: int) -> Reaction:
         """Apply one logged input at the next tick; report the tick and what it became."""
@@ -215,7 +215,7 @@ class PlayStateMachine:
     def refresh(self, viewer: str | None = None) -> list[WorkerReply]:
         """What a browser arriving at a running session needs to see at once: where the story stands, for
         that `viewer` alone when it is named."""
-        return self.story_messages(viewer) if self.story is not None else []
+        return self.story_messages(viewer, retold=True) if self.story is not None else []
 
     def conversation_record(self, character: str, said: str, reply: str) -> None:
         """Keep a finished exchange for the next prompts."""
@@ -469,12 +469,14 @@ class PlayStateMachine:
             )
         )
 
-    def story_messages(self, viewer: str | None = None) -> list[WorkerReply]:
-        """Where the story stands: the beat's scene and its choices, none while they are being written (the
-        player then says that the story is thinking, however the beat was reached)."""
+    def story_messages(self, viewer: str | None = None, *, retold: bool = False) -> list[WorkerReply]:
+        """Where the story stands: the beat's scene (`retold` when it was told before) and its choices, none while
+        they are being written (the player then says that the story is thinking, however the beat was reached)."""
         assert self.story is not None and self.story_state is not None
-        scene = self.story.scene(self.story_state)
-        return [SessionNarration(session=self.session, text=scene, viewer=viewer), self.choices_message(viewer)]
+        scene = SessionNarration(
+            session=self.session, text=self.story.scene(self.story_state), viewer=viewer, retold=retold
+        )
+        return [scene, self.choices_message(viewer)]
 
     def choices_message(self, viewer: str | None = None) -> SessionChoices:
         assert self.story is not None and self.story_state is not None
