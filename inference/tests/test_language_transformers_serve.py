@@ -138,12 +138,15 @@ def test_at_temperature_zero_it_decodes_token_for_token_as_the_local_model(
     settings = GenerationSettings(temperature=0.0, max_new_tokens=12, repetition_penalty=1.0, script=None)
     # The tiny model ties its input and output embeddings, so its greedy choice repeats the last token of
     # the prompt: the "\n" that ends the template's assistant header. Both cleaned replies are therefore
-    # empty, and it is the raw streams, a piece for each token, that show the two decoded alike.
+    # empty, and it is the raw streams that show the two decoded alike. The local model yields a piece for each
+    # token; the server sends what its streamer holds when it flushes, several tokens at once when it falls behind
+    # (seen on an idle machine as well), so the texts are compared, not the pieces.
     remote_outcome, local_outcome = DecodingOutcome(), DecodingOutcome()
     remote_raw = list(remote._raw_text(CHAT, settings, False, remote_outcome))
-    assert remote_raw == list(local._raw_text(CHAT, settings, local_outcome))
+    local_raw = list(local._raw_text(CHAT, settings, local_outcome))
+    assert len(local_raw) == settings.max_new_tokens
+    assert "".join(remote_raw) == "".join(local_raw)
     assert remote_outcome.ran_out and local_outcome.ran_out  # finish_reason "length" from transformers serve
-    assert len(remote_raw) == settings.max_new_tokens
     assert complete(remote, CHAT, settings) == complete(local, CHAT, settings)
 
 
