@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from accounts.tests.factories import UserFactory
@@ -64,17 +62,6 @@ def test_publishing_submits_the_version_for_review_with_its_checks_scheduled(
     assert version.status == ReviewStatus.PENDING
     assert QueueItem.objects.get(version=version).kind == "submission"
     assert len(scheduled) == len(CheckKind)  # one check task each, sent only once the version is committed
-
-
-def test_publishing_in_the_embedded_mode_runs_its_checks_without_reaching_for_a_broker(
-    django_capture_on_commit_callbacks: Any, caplog: pytest.LogCaptureFixture
-) -> None:
-    assert settings.CELERY_TASK_ALWAYS_EAGER  # the embedded mode: no broker configured
-    world = rich_world()
-    with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True):
-        version = world_publish(world=world, by=world.owner)
-    assert version.checks.count() == len(CheckKind)  # they ran, inline
-    assert [record.getMessage() for record in caplog.records if record.name.startswith("kombu")] == []
 
 
 def test_editing_after_publishing_leaves_the_published_version_as_it_was() -> None:
