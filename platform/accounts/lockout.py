@@ -10,6 +10,7 @@ of concurrent guesses cannot all slip past a check made before any of them faile
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 
@@ -48,7 +49,12 @@ def sign_in_accounts(*, login: str) -> tuple[str, ...]:
     named = [user.username for user in filter_users_by_email(normalised)]
     named += User.objects.filter(username__iexact=normalised).values_list("username", flat=True)
     usernames = {username.casefold() for username in named}
-    return tuple(f"{KEY_PREFIX}:{name}" for name in sorted(usernames or {normalised}))
+    return tuple(_counter_key(name) for name in sorted(usernames or {normalised}))
+
+
+def _counter_key(name: str) -> str:
+    # A login is whatever a visitor typed: hashed, a key has one length and one alphabet in every cache backend.
+    return f"{KEY_PREFIX}:{hashlib.sha256(name.encode()).hexdigest()}"
 
 
 def _retry_after(keys: tuple[str, ...]) -> int:
