@@ -49,12 +49,12 @@ from inference.language.embedding import Embedder
 # "make") are left out on purpose: "Navigate the game of this tournament" reads as an action but is none.
 PLAYER_VERBS = frozenset(
     """
-accept accuse aim approach argue ask attack avoid back bang bargain bark bathe beg bind bite blow board
+accept accuse aim approach argue ascend ask attack avoid back bang bargain bark bathe beg bind bite blow board
 bolt borrow bow break bribe bring burn bury buy call calm carry catch challenge charge chase check cheer
 chop clean climb close collect comfort confront cook count cover crawl creep cross crouch cut dance dash
 defend deliver demand descend dig dismount dive dodge drag draw drink drive drop duck eat embrace enter
 escape examine feed fetch fight fill find fish flee float follow force free gather give glance go grab
-grasp greet guard guide haggle hand help hide hike hit hold hop hug hunt hurry ignore inspect jump keep
+grasp greet guard guide haggle hand head help hide hike hit hold hop hug hunt hurry ignore inspect jump keep
 kick kiss kneel knock land lead leap leave lie lift light listen load lock look loosen lower march meet
 mend mount move offer open order paddle pay peek peer persuade pick plead plunge point poke pour pray
 press promise propose protect pull push race raise reach read refuse release repair rescue rest return ride ring

@@ -3,7 +3,10 @@ authored text wherever a rewrite fails them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import HashedWordsEmbedder
@@ -157,3 +160,20 @@ def test_common_verbs_are_a_players_and_words_the_beat_uses_are_the_worlds() -> 
         assert wording_problems(text) == [], text
     assert wording_problems("Accept the game of dice") == ["words from outside the world: game"]
     assert wording_problems("Accept the game of dice", world_words=frozenset({"game", "dice"})) == []
+
+
+def authored_choices(node: Any) -> Iterable[str]:
+    if isinstance(node, dict):
+        yield from (choice["text"] for choice in node.get("choices", []))
+        node = list(node.values())
+    if isinstance(node, list):
+        for child in node:
+            yield from authored_choices(child)
+
+
+def test_every_choice_the_demo_worlds_author_reads_as_something_a_player_can_do() -> None:
+    # A creator's choice the checks refuse can never be rewritten for its beat: players always see it as authored.
+    demo = Path(__file__).resolve().parents[2] / "worlds" / "demo_content"
+    texts = [text for path in sorted(demo.glob("*.json")) for text in authored_choices(json.loads(path.read_text()))]
+    assert texts
+    assert {text: wording_problems(text) for text in texts if wording_problems(text)} == {}
