@@ -40,6 +40,25 @@ def test_the_quick_benchmark_writes_flat_json_with_its_keys() -> None:
 
 
 @pytest.mark.slow
+def test_the_embedded_runtime_benchmark_runs_whatever_services_the_environment_names() -> None:
+    # Services nobody listens on: the embedded measurement must not reach them (CI's environment names real
+    # ones, and the benchmark once migrated them while its daphne served an empty SQLite file).
+    unreachable = {"DATABASE_URL": "postgres://nobody@127.0.0.1:9/none", "REDIS_URL": "redis://127.0.0.1:9/0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", "runtime_bench"],
+        cwd=ROOT,
+        env=os.environ | unreachable | {"SECRET_KEY": "bench-test-secret-key-0123456789abcdef", "DEBUG": "false"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-5000:]
+    figures = json.loads((ROOT / "bench" / "results" / "runtime_bench.json").read_text())
+    assert figures["fps_sessions_1"] > 0 and figures["input_to_frame_p95_ms"] > 0
+
+
+@pytest.mark.slow
 def test_the_quick_load_benchmark_keeps_every_player_connected_and_leaves_no_group_behind() -> None:
     from django.conf import settings
 
