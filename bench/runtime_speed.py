@@ -134,7 +134,7 @@ class serving:
 
 
 def fixtures(
-    sessions: int, live: bool = False, spectators: int = 0, participate: bool = False
+    sessions: int, live: bool = False, spectators: int = 0, participate: bool = False, engine: str = "raycaster"
 ) -> tuple[list[str], list[str]]:
     """Session ids and the cookies of their players (and of the Live world's spectators, who with `participate`
     join its first session as participants instead)."""
@@ -174,7 +174,7 @@ def fixtures(
     ids = [
         str(
             PlaySession.objects.create(
-                version=version, owner=player, engine="raycaster", is_live=live, queued_at=timezone.now()
+                version=version, owner=player, engine=engine, is_live=live, queued_at=timezone.now()
             ).pk
         )
         for player in players
