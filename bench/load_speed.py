@@ -13,10 +13,11 @@ GIL, and each of daphne's socket writes would wait on the drawing thread.)
   (drawing costs a world, one shared picture, while every player has a socket, sends keys and gets every frame),
   each pressing or releasing a key about once a second. Input-to-frame is the time from sending a key to the
   first frame whose header names that input as applied; a dropped connection is one that closed before the end.
-  Each process's CPU time (utime + stime from /proc) over the played window is divided by the frames delivered
-  to players (`daphne_`, `worker_` and, for the load generator in this process, `client_cpu_ms_per_frame`) and by
-  the inputs they sent (`daphne_` and `worker_cpu_ms_per_input`), summed over the processes of a kind. A worker
-  draws a frame once for all its world's players: `worker_cpu_ms_per_drawn_frame` divides by the frames drawn.
+  The players first only watch, for a third as long: each process's CPU time then (utime + stime from /proc),
+  divided by the frames delivered to players, is `daphne_`, `worker_` and, for the load generator in this
+  process, `client_cpu_ms_per_frame`; what the inputs add on top of that while they press keys, per input, is
+  `daphne_` and `worker_cpu_ms_per_input`. A kind's figures sum its processes. A worker draws a frame once for
+  all its world's players: `worker_cpu_ms_per_drawn_frame` divides by the frames drawn.
 - players_per_core_p95_150ms: the most players (at the shape's players per world) for which input-to-frame
   p95 stays under 150 ms with no connection dropped, found by doubling and then halving the step from the
   shape's own figure, each step a short round on the same processes, for as long as the time budget lasts;
@@ -72,6 +73,9 @@ SPARE_SLOTS = 2
 # socket closed before daphne cancels it, and what daphne logs when it does.
 DAPHNE_CLOSE_SECONDS = 10
 KILLED = "took too long to shut down and was killed"
+# A round's players first only watch, for this share of its time: the CPU per frame is measured there, and what
+# the inputs add on top of it while they press keys.
+WATCHING = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -126,12 +130,30 @@ class Player:
     dropped: bool = False
 
 
+@dataclass(frozen=True)
+class Tally:
+    """What the players were sent and sent so far, and the CPU each process had spent by then."""
+
+    cpu_seconds: dict[str, float]  # by process name: daphne1, worker1, client
+    frames: int  # delivered, to all players
+    drawn: int  # frames the workers drew, as far as any player saw them
+    inputs: int
+
+    def __sub__(self, earlier: Tally) -> Tally:
+        cpu = {name: seconds - earlier.cpu_seconds[name] for name, seconds in self.cpu_seconds.items()}
+        return Tally(cpu, self.frames - earlier.frames, self.drawn - earlier.drawn, self.inputs - earlier.inputs)
+
+    def cpu_ms(self, kind: str) -> float:
+        return 1000 * sum(seconds for name, seconds in self.cpu_seconds.items() if name.rstrip("0123456789") == kind)
+
+
 @dataclass
 class Round:
-    """One crowd played for a while: its latencies, what it was sent, and the CPU each process spent."""
+    """One crowd, first watching (frames only), then pressing keys: latencies, drops, and what each part cost."""
 
     players: list[Player]
-    cpu_seconds: dict[str, float]  # by process name: daphne1, worker1, client
+    watching: Tally
+    playing: Tally
 
     @property
     def latencies(self) -> list[float]:
@@ -149,23 +171,31 @@ class Round:
     def within_target(self) -> bool:
         return self.dropped == 0 and self.p95_ms < TARGET_P95_MS
 
-    def frames_delivered(self) -> int:
-        return sum(len(player.frames) for player in self.players)
+    def cpu_ms_per_frame(self, kind: str) -> float:
+        """A process kind's CPU per delivered frame while the players only watched."""
+        return self.watching.cpu_ms(kind) / self.watching.frames if self.watching.frames else math.nan
 
-    def frames_drawn(self) -> int:
-        """Frames the workers drew, as far as any player saw them: a frame overtaken on the way to every one of
-        its world's players is not counted, so a saturated worker's figure is a little high."""
-        drawn: dict[str, set[int]] = {}
-        for player in self.players:
-            drawn.setdefault(player.session, set()).update(player.frames)
-        return sum(len(numbers) for numbers in drawn.values())
+    def cpu_ms_per_drawn_frame(self, kind: str) -> float:
+        return self.watching.cpu_ms(kind) / self.watching.drawn if self.watching.drawn else math.nan
 
-    def inputs(self) -> int:
-        return sum(player.inputs for player in self.players)
+    def cpu_ms_per_input(self, kind: str) -> float:
+        """What the inputs added: the CPU while the players pressed keys less what its frames cost, per input."""
+        if not self.playing.inputs:
+            return math.nan
+        frames_cost = self.cpu_ms_per_frame(kind) * self.playing.frames
+        return (self.playing.cpu_ms(kind) - frames_cost) / self.playing.inputs
 
-    def cpu_ms_per(self, kind: str, count: int) -> float:
-        spent = sum(seconds for name, seconds in self.cpu_seconds.items() if name.rstrip("0123456789") == kind)
-        return spent * 1000 / count if count else math.nan
+
+def tally(players: list[Player], pids: dict[str, int]) -> Tally:
+    drawn: dict[str, set[int]] = {}
+    for player in players:
+        drawn.setdefault(player.session, set()).update(player.frames)
+    return Tally(
+        cpu_seconds={name: cpu_seconds(pid) for name, pid in pids.items()},
+        frames=sum(len(player.frames) for player in players),
+        drawn=sum(len(numbers) for numbers in drawn.values()),
+        inputs=sum(player.inputs for player in players),
+    )
 
 
 @dataclass
@@ -255,7 +285,6 @@ def measure(plan: Plan) -> dict[str, float]:
         connection.creation.destroy_test_db(original_name, verbosity=0)
     if not measured.latencies:
         raise RuntimeError("no input reached a frame")
-    frames, drawn, inputs = measured.frames_delivered(), measured.frames_drawn(), measured.inputs()
     return {
         "ws_players": float(shape.players),
         "ws_worlds": float(shape.worlds),
@@ -264,13 +293,13 @@ def measure(plan: Plan) -> dict[str, float]:
         "ws_input_to_frame_p50_ms": statistics.median(measured.latencies),
         "ws_input_to_frame_p95_ms": measured.p95_ms,
         "dropped_connections": float(measured.dropped),
-        "frames_delivered_per_second": frames / plan.seconds,
-        "daphne_cpu_ms_per_frame": measured.cpu_ms_per("daphne", frames),
-        "worker_cpu_ms_per_frame": measured.cpu_ms_per("worker", frames),
-        "worker_cpu_ms_per_drawn_frame": measured.cpu_ms_per("worker", drawn),
-        "client_cpu_ms_per_frame": measured.cpu_ms_per("client", frames),
-        "daphne_cpu_ms_per_input": measured.cpu_ms_per("daphne", inputs),
-        "worker_cpu_ms_per_input": measured.cpu_ms_per("worker", inputs),
+        "frames_delivered_per_second": measured.playing.frames / plan.seconds,
+        "daphne_cpu_ms_per_frame": measured.cpu_ms_per_frame("daphne"),
+        "worker_cpu_ms_per_frame": measured.cpu_ms_per_frame("worker"),
+        "worker_cpu_ms_per_drawn_frame": measured.cpu_ms_per_drawn_frame("worker"),
+        "client_cpu_ms_per_frame": measured.cpu_ms_per_frame("client"),
+        "daphne_cpu_ms_per_input": measured.cpu_ms_per_input("daphne"),
+        "worker_cpu_ms_per_input": measured.cpu_ms_per_input("worker"),
         "players_within_p95_150ms": float(best),
         "players_per_core_p95_150ms": best / (os.cpu_count() or 1),
         "soak_seconds": float(plan.soak_seconds),
@@ -309,8 +338,8 @@ def crowd_round(stack: Stack, players: int, worlds: int, seconds: float, engine:
 
 
 async def crowd(stack: Stack, live: list[tuple[list[str], list[str]]], seconds: float) -> Round:
-    """Every player of every Live world connected at once (spread over the daphnes in turn), pressing keys for
-    `seconds`; the CPU each process spent while they played."""
+    """Every player of every Live world connected at once (spread over the daphnes in turn), watching for a
+    while and then pressing keys for `seconds`; the CPU each process spent on each part."""
     from bench.runtime_speed import connect
 
     addresses = stack.addresses
@@ -321,12 +350,14 @@ async def crowd(stack: Stack, live: list[tuple[list[str], list[str]]], seconds: 
             address = addresses[len(players) % len(addresses)]
             players.append(Player(await connect(address, session_ids[0], cookie), session=session_ids[0]))
     pids = stack.pids() | {"client": os.getpid()}
-    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    started = tally(players, pids)
+    await asyncio.gather(*(play(player, seconds * WATCHING, interval=None) for player in players))
+    watched = tally(players, pids)
     await asyncio.gather(*(play(player, seconds, interval=1.0) for player in players))
-    spent = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+    played = tally(players, pids)
     for player in players:
         await player.socket.close()
-    return Round(players, spent)
+    return Round(players, watching=watched - started, playing=played - watched)
 
 
 def players_within_target(first: Round, attempt: Callable[[int], Round], budget_seconds: float) -> int:
@@ -351,11 +382,12 @@ def players_within_target(first: Round, attempt: Callable[[int], Round], budget_
     return best
 
 
-async def play(player: Player, seconds: float, interval: float) -> None:
-    """Read and acknowledge frames; every `interval` (jittered) toggle a key and time it to its frame."""
+async def play(player: Player, seconds: float, interval: float | None) -> None:
+    """Read and acknowledge frames; every `interval` (jittered; None: never) toggle a key and time it to its
+    frame."""
     rng = random.Random(id(player))  # noqa: S311 (jitter, not a secret)
     deadline = time.monotonic() + seconds
-    next_input = time.monotonic() + rng.uniform(0, interval)
+    next_input = time.monotonic() + rng.uniform(0, interval) if interval is not None else math.inf
     sent: dict[int, float] = {}  # client seq -> when it was sent
     awaiting: dict[int, float] = {}  # session sequence -> when its input was sent
     while (now := time.monotonic()) < deadline:
@@ -365,7 +397,7 @@ async def play(player: Player, seconds: float, interval: float) -> None:
             sent[player.inputs] = time.perf_counter()
             if not await sent_or_dropped(player, {"type": kind, "key": "KeyW", "seq": player.inputs}):
                 return
-            next_input = now + interval * rng.uniform(0.7, 1.3)
+            next_input = now + interval * rng.uniform(0.7, 1.3) if interval is not None else math.inf
         try:
             async with asyncio.timeout(min(next_input, deadline) - time.monotonic()):
                 message = await player.socket.recv()
