@@ -1,7 +1,10 @@
 """The full play stack on this machine: input-to-frame latency, frames per session, Live fan-out lag.
 
 It runs the platform as `make run` does (daphne with an in-process worker on the raycaster engine) on a
-throwaway embedded database, and plays it with WebSocket clients speaking the browser's protocol.
+throwaway embedded database, and plays it with WebSocket clients speaking the browser's protocol. The Django
+side of it (migrations, fixtures) runs in a child process with the services' variables removed, whatever the
+runner's environment says: the embedded mode must not reach a configured PostgreSQL or Redis, and the runner's
+own process stays free for the benchmarks that measure them (`gallery_bench`, `load_bench`).
 
 - input-to-frame: from sending a key to the first frame whose header names that input as applied;
 - engine step: one raycaster step of one session at the served size, in this process;
@@ -26,20 +29,40 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# The variables that switch the platform from the embedded mode to the production services.
+SERVICE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+
+
 def run(quick: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="worldloom-bench-") as data_dir:
-        environment = embedded_environment(data_dir)
-        os.environ.update(environment)
-        import django
+        result = subprocess.run(
+            [sys.executable, "-m", "bench.runtime_speed", *(["--quick"] if quick else [])],
+            cwd=ROOT,
+            env=embedded_environment(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+    if result.returncode != 0:
+        raise RuntimeError(f"the embedded measurement failed:\n{result.stderr[-5000:]}")
+    return json.loads(result.stdout.splitlines()[-1])
 
-        django.setup()
-        from django.core.management import call_command
 
-        call_command("migrate", verbosity=0)
-        figures = {"engine_step_p50_ms": engine_step_p50_ms(quick)}
-        with serving(environment) as url:
-            figures |= asyncio.run(measure_stack(url, quick))
-        figures["overhead_p50_ms"] = figures["input_to_frame_p50_ms"] - figures["engine_step_p50_ms"]
+def measure(quick: bool) -> dict[str, float]:
+    """The measurement itself, in the child process whose environment `embedded_environment` made."""
+    environment = dict(os.environ)
+    sys.path.append(str(ROOT / "platform"))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    figures = {"engine_step_p50_ms": engine_step_p50_ms(quick)}
+    with serving(environment) as url:
+        figures |= asyncio.run(measure_stack(url, quick))
+    figures["overhead_p50_ms"] = figures["input_to_frame_p50_ms"] - figures["engine_step_p50_ms"]
     order = [
         "input_to_frame_p50_ms",
         "input_to_frame_p95_ms",
@@ -54,10 +77,8 @@ def run(quick: bool) -> dict[str, float]:
 
 
 def embedded_environment(data_dir: str) -> dict[str, str]:
-    variables = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
-    variables |= {"WORLDLOOM_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "config.settings", "HTTPS": "false"}
-    sys.path.append(str(ROOT / "platform"))
-    return variables
+    variables = {key: value for key, value in os.environ.items() if key not in SERVICE_VARIABLES}
+    return variables | {"WORLDLOOM_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "config.settings", "HTTPS": "false"}
 
 
 def engine_step_p50_ms(quick: bool) -> float:
@@ -113,7 +134,7 @@ class serving:
 
 
 def fixtures(
-    sessions: int, live: bool = False, spectators: int = 0, participate: bool = False
+    sessions: int, live: bool = False, spectators: int = 0, participate: bool = False, engine: str = "raycaster"
 ) -> tuple[list[str], list[str]]:
     """Session ids and the cookies of their players (and of the Live world's spectators, who with `participate`
     join its first session as participants instead)."""
@@ -153,7 +174,7 @@ def fixtures(
     ids = [
         str(
             PlaySession.objects.create(
-                version=version, owner=player, engine="raycaster", is_live=live, queued_at=timezone.now()
+                version=version, owner=player, engine=engine, is_live=live, queued_at=timezone.now()
             ).pk
         )
         for player in players
@@ -248,3 +269,7 @@ async def measure_stack(url: str, quick: bool) -> dict[str, float]:
     for s in sockets:
         await s.close()
     return figures
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(quick="--quick" in sys.argv[1:])))

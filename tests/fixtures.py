@@ -202,12 +202,15 @@ class LivePlatform(Endpoint):
     """A daphne process serving the whole platform, as `manage.py serve` runs it."""
 
     process: subprocess.Popen[str]
+    log: Path | None = None  # where its output goes, when not to a pipe
 
     def health(self) -> dict[str, Any]:
         return requests.get(f"{self.url}/healthz", timeout=10).json()
 
     def output(self) -> str:
         self.stop()
+        if self.log is not None:
+            return self.log.read_text(errors="replace")
         return self.process.stdout.read() if self.process.stdout else ""
 
     def stop(self) -> None:
@@ -220,19 +223,24 @@ class LivePlatform(Endpoint):
                 self.process.wait()
 
 
-def start_platform(*arguments: str, environment: dict[str, str] | None = None, port: int | None = None) -> LivePlatform:
+def start_platform(
+    *arguments: str, environment: dict[str, str] | None = None, port: int | None = None, log: Path | None = None
+) -> LivePlatform:
     """`manage.py serve`, waited for (60 s at most) until it answers. A `port` fixed in advance lets a restarted
-    platform come back where its clients reconnect; by default any free port."""
+    platform come back where its clients reconnect; by default any free port. Its output goes to a pipe read when
+    it stops, or to the file `log`: a process that logs more than a pipe holds (64 KiB) before it stops must
+    have one, or every thread of it that logs waits on the full pipe."""
     port = port or free_port()
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port), *arguments],
-        cwd=ROOT,
-        env=environment or platform_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    platform = LivePlatform(process=process, port=port)
+    with open(log, "w") if log is not None else contextlib.nullcontext() as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port), *arguments],
+            cwd=ROOT,
+            env=environment or platform_environment(),
+            stdout=log_file if log_file is not None else subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    platform = LivePlatform(process=process, port=port, log=log)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
