@@ -77,7 +77,7 @@ SELF_NAMING = re.compile(
 )
 CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?")
 PLACE_AFTER = re.compile(
-    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:[A-Z][\w'-]*|of|on|upon))*)"
+    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:of|on|upon)\s+[A-Z][\w'-]*|\s+[A-Z][\w'-]*)*)"
 )
 FROM_PLACE = re.compile(r"\bfrom\s+((?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
 PLACE_PHRASE = re.compile(
@@ -271,18 +271,19 @@ def said_of_self(sentence: str) -> bool:
 
 def answer_span(sentence: str, kind: str, from_where: bool = False) -> str:
     """The span of `sentence` that answers a question wanting `kind`; "" when it holds none. `from_where`: the
-    question asks where the player comes from, which only a place after "from" answers."""
+    question asks where the player comes from, which a place after "from" answers first."""
     if kind == NAME:
         if found := NAME_AFTER.search(sentence) or NAME_BEFORE.search(sentence):
             return found.group(1)
         names = [match for match in CAPITALISED.findall(sentence[1:]) if match.split()[0] not in {"I", "I'm"}]
         return names[0] if names else ""
     if kind == PLACE:
-        if from_where:
-            found = FROM_PLACE.search(sentence)
-            return found.group(1) if found else ""
+        if from_where and (found := FROM_PLACE.search(sentence)):
+            return found.group(1)
         if found := PLACE_AFTER.search(sentence):
             return found.group(1)
+        if from_where:
+            return ""  # where one comes from is a named place: "in my cloak" is no answer
         found = PLACE_PHRASE.search(sentence)
         return found.group(1) if found else ""
     if kind == NUMBER:
@@ -359,9 +360,11 @@ def recollect(
             continue  # "what's my name" wants the player's own name, not any name they mentioned
         if anchors and not anchored and not said_of_self(sentence):
             continue  # "what's my dog called" is not answered by "A dog called Rufus sleeps by the inn"
-        # "Where did I say I came from?" has one kind of answer, a place after "from": any such sentence answers.
+        # "Where did I say I came from?" is answered by any place after "from", and else by where the player
+        # says they live or work ("over in Saltcombe").
+        came_from = from_where and bool(FROM_PLACE.search(sentence))
         typed = bool(answer) and (
-            from_where or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
+            came_from or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
         )
         alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
         if not (anchored or own_name or typed or overlap > 0 or cosine >= alone):
@@ -372,6 +375,7 @@ def recollect(
             + config.anchor_weight * anchored
             + config.kind_weight * bool(answer)
             + config.self_weight * said_of_self(sentence)
+            + config.kind_weight * came_from
         )
         if best is None or score > best[0]:
             statement = statement_of(sentence, answer, asked, kind)

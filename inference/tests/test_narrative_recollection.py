@@ -185,3 +185,9 @@ def test_what_the_player_never_told_is_not_answered_with_something_else_they_sai
         "I walked along the beach and watched the gulls.",
     ]
     assert recollected(question, memories) is None
+
+
+def test_where_the_player_comes_from_is_else_the_named_place_they_live_or_work_in() -> None:
+    memories = ["I mend fishing gear for a living, over in Saltcombe on the mainland.", "I mended a hole in my cloak."]
+    assert recollected("And where did I say I'd come over from?", memories)[1] == "Saltcombe"
+    assert recollected("Where am I from?", ["I mended a hole in my cloak.", "I walked along the beach."]) is None
