@@ -56,6 +56,10 @@ SMALL_TALK: tuple[str, ...] = (
     "I bow in respect", "I smile warmly", "I laugh", "I hum a melody", "I dance a little jig",
     "lovely day, isn't it", "how are you doing", "what's your story", "where do you come from",
     "tell me about yourself", "my name is Sam", "I introduce myself",
+    # Looking, waiting and passing remarks: what a player does beside a figure without choosing anything.
+    "I look around for a while", "I take in the view", "I stand still and listen", "I rest for a moment",
+    "I wait and see what happens", "nice hat you've got", "what a lovely evening",
+    "tell me about this place", "I ask about the area", "I think it over", "I stretch my legs",
 )  # fmt: skip
 # A question that asks rather than proposes: a question word or a be/do/have verb first. "would", "could",
 # "can", "will" and "shall" stay out: "would a pouch of silver change your mind?" is an offer.
@@ -64,7 +68,28 @@ ASKING = re.compile(
     r"|(?:is|are|am|was|were|do|does|did|have|has|had|isn't|aren't|don't|doesn't|didn't)\b(?!\s+not\b))",
     re.IGNORECASE,
 )
-PROPOSING = re.compile(r"^\s*what\s+(?:if|about)\b|^\s*why\s+(?:don't|not)\b", re.IGNORECASE)
+PROPOSING = re.compile(
+    r"^\s*what\s+(?:if|about)\b|^\s*why\s+(?:don't|not)\b|^\s*how\s+(?:much|many)\s+(?:to|for)\b", re.IGNORECASE
+)
+# Before what the player says: an interjection or the name of whom they speak to ("so, who…", "Eve, do you…").
+OPENING = re.compile(r"^\s*(?:(?:so|ok|okay|well|hey|um|uh|and|but|right|oh)\b[,!]?\s*|[A-Z][a-z]+,\s+)+")
+# Words asked for, not a deed: "tell me about the river", "I ask him where the captain is", "I wonder why".
+ASKING_FOR_WORDS = re.compile(
+    r"^\s*(?:please\s+)?(?:tell|show)\s+me\b(?!\s+(?:through|in|inside|across|over|the way))|"
+    r"^\s*(?:describe|explain)\b|"
+    r"^\s*i\s+(?:wonder|ask|asks|enquire|inquire|want to know|would like to know|'d like to know)\b"
+    r"(?:\s+(?:him|her|them|you|the\s+\w+|a\s+\w+|an\s+\w+|\w+))?\s+"
+    r"(?:about|where|what|who|whom|why|how|when|if|whether|which)\b|^\s*i\s+wonder\b",
+    re.IGNORECASE,
+)
+# A question put as a statement ("you been here long?") asks, unless the player proposes a deed in it:
+# "would", "could", "can", "will", "shall" open an offer ("would a pouch of silver change your mind?"),
+# except when they ask the figure to say or hear something ("can you tell me…", "can you hear me?").
+OFFER_OPENING = re.compile(r"^\s*(?:would|could|can|will|shall|may|might)\b", re.IGNORECASE)
+WORDS_OPENING = re.compile(
+    r"^\s*(?:can|could|will|would)\s+you\s+(?:please\s+)?(?:tell|show|explain|hear|see|say|describe|remind)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +106,7 @@ class BranchConfig:
     # Centered scores closer than this are a tie the model is asked to break, when one is given.
     tie_margin: float = 0.1
     # The weight of the model's calibrated log-likelihood (nats per token) beside the centered cosine.
-    likelihood_weight: float = 0.2
+    likelihood_weight: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -190,11 +215,14 @@ class BranchClassifier:
 
 
 def asks(player_input: str) -> bool:
-    """Whether the input is a question that asks (about the figure, the place) rather than one that proposes."""
-    text = player_input.strip()
+    """Whether the input is a question that asks (about the figure, the place) rather than one that proposes,
+    or a request to be told something."""
+    text = OPENING.sub("", player_input.replace("\u2019", "'").strip())
     if PROPOSING.search(text):
         return False
-    return bool(ASKING.search(text))
+    if ASKING.search(text) or ASKING_FOR_WORDS.search(text) or WORDS_OPENING.search(text):
+        return True
+    return text.endswith("?") and not OFFER_OPENING.search(text) and not re.search(r"\bi\b", text, re.I)
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:

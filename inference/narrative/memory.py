@@ -140,6 +140,10 @@ DISCLOSURE = re.compile(
     r"need|want|secret|hid|hidden|stole|owe|promise|remember|key|map|letter|ship|killed|buried)\b",
     re.I,
 )
+# "hi there, I'm Greta from the mill": a greeting before what the player tells is not all they said.
+LEADING_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day))\b(?:\s+there\b)?\s*[,!.:-]*\s*", re.I
+)
 TAG_QUESTION = re.compile(
     r",\s*(?:have|has|did|do|does|can|could|would|will|is|are|was|were|what|where|who|any|you|right|isn't|don't|"
     r"didn't|eh)\b[^,]*\?$",
@@ -171,7 +175,7 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
     previous = ""
     for match in SENTENCE.finditer(player_message):
         # "I lost a glove by the stall, have you seen it?" tells something before it asks.
-        sentence = TAG_QUESTION.sub(".", match.group().strip())
+        sentence = TAG_QUESTION.sub(".", LEADING_GREETING.sub("", match.group().strip()))
         words = sentence.split()
         kept = not (
             len(words) < 3 or sentence.endswith("?") or QUESTION_START.match(sentence) or SMALL_TALK.match(sentence)

@@ -72,10 +72,12 @@ NAME_AFTER = re.compile(
     r"((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)?)"
 )
 NAME_BEFORE = re.compile(r"^([A-Z][\w'-]*) (?:is|was) (?:what|my|our|the)\b.*\b(?:name|called)\b")
-SELF_NAMING = re.compile(r"\b(?i:my name is|my name's|i'm|i am|call me|they call me)\s+[A-Z]")
+SELF_NAMING = re.compile(
+    r"\b(?i:my name is|my name's|i'm|i am|call me|they call me)\s+[A-Z]|^(?i:name's|name is)\s+[A-Z]"
+)
 CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?")
 PLACE_AFTER = re.compile(
-    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:[A-Z][\w'-]*|of|on|upon))*)"
+    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:of|on|upon)\s+[A-Z][\w'-]*|\s+[A-Z][\w'-]*)*)"
 )
 FROM_PLACE = re.compile(r"\bfrom\s+((?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
 PLACE_PHRASE = re.compile(
@@ -92,22 +94,74 @@ THING_AFTER_VERB = re.compile(
     r"(?=\s+(?:at|in|on|from|near|under|by|with|because|when|that|which|and|but|for)\b|[,.!?;]|$)",
     re.I,
 )
-LEADING_INTERJECTION = re.compile(r"^\s*(?:oh|well|so|hi|hello|hey|anyway|by the way|also)\b[,!]?\s*", re.I)
-OWN_NAME = re.compile(r"\bmy\s+(?:own\s+)?name\b|\bwho am i\b|\bwhat am i called\b|\bcall me\b", re.I)
+# Contractions typed without their apostrophe ("im Greta", "whats my name"): read as if it were there. Only
+# spellings that are no other word ("id", "ill", "were" are left alone).
+BARE_CONTRACTIONS = {
+    "im": "I'm", "ive": "I've", "whats": "what's", "wheres": "where's", "whos": "who's", "dont": "don't",
+    "didnt": "didn't", "cant": "can't", "youre": "you're", "doesnt": "doesn't", "isnt": "isn't", "thats": "that's",
+    "hows": "how's", "wasnt": "wasn't",
+}  # fmt: skip
+BARE_CONTRACTION = re.compile(rf"\b(?i:{'|'.join(BARE_CONTRACTIONS)})\b")
+# Past forms a suffix does not undo, each with the stem its present has: a question asks "what did I lose?"
+# of a player who said "I lost".
+IRREGULAR = {
+    "lost": "lose", "found": "find", "saw": "see", "seen": "see", "hid": "hide", "hidden": "hide", "bought": "buy",
+    "told": "tell", "kept": "keep", "made": "make", "ate": "eat", "eaten": "eat", "drank": "drink", "met": "meet",
+    "left": "leave", "took": "take", "taken": "take", "gave": "give", "given": "give", "stole": "steal",
+    "stolen": "steal", "sold": "sell", "wrote": "write", "written": "write", "came": "come", "grew": "grow",
+    "grown": "grow", "went": "go", "gone": "go", "brought": "bring", "caught": "catch", "held": "hold",
+    "sent": "send", "spent": "spend", "built": "build", "forgot": "forget", "wore": "wear", "rode": "ride",
+    "drove": "drive", "flew": "fly", "fell": "fall", "ran": "run", "swam": "swim", "won": "win", "paid": "pay",
+    "buried": "bury", "born": "bear",
+}  # fmt: skip
+LEADING_INTERJECTION = re.compile(
+    r"^\s*(?:oh|well|so|hi|hello|hey|anyway|by the way|also|ugh|um|uh|ok|okay|right|and)\b[,!]?\s*", re.I
+)
+OWN_NAME = re.compile(
+    r"\bmy\s+(?:own\s+)?name\b|\bwho (?:am i|i am)(?=\s*(?:[?.!,]|$|then\b|again\b|to you\b|really\b))|"
+    r"\bwhat am i called\b|\bcall me\b|"
+    r"\bwho (?:you're|you are) (?:talking|speaking) (?:to|with)\b|\b(?:remember|know|recognise|recognize) me\b",
+    re.I,
+)
+# A question that asks the character to remember something, with or without "my" or "I": what it remembers
+# of this player is what the player told it.
+ASKS_TO_REMEMBER = re.compile(r"\b(?:remember|recall|forgot|forget|forgotten|remind)\b", re.I)
+# Where a question mixed into an action or a ramble begins: "I pick up a stone and ask, what is my cat called?"
+QUESTION_START = re.compile(
+    r"\b(?:what|what's|who|who's|whom|where|where's|where'd|when|which|how)\b|\b(?:do|did|can|could) you\b", re.I
+)
+# What follows the question and only explains it: "…, because I have been walking all day".
+RAMBLE = re.compile(r"\s*(?:,|\s)\s*(?:because|since|cause|cos|as i|i mean|like i said)\b.*$", re.I)
+# The player speaking of themselves ("I keep bees", "Biscuit is my dog's name", "Thunder frightens me").
+SELF_WORD = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|me|myself)\b", re.I)
+# What the player has is theirs as much as what they call "my": "I've got a dog" makes "my dog" an anchor.
+POSSESSION = re.compile(
+    r"\bi(?:'ve| have)?\s+(?:got|have|own|keep|had|kept|raise)\s+(?:a|an|some|two|three|four|five|\d+|\w+ly)?\s*"
+    r"([a-z']+)(?:\s+([a-z']+))?",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
 class RecollectionConfig:
     """How strongly each signal counts and when a sentence answers at all."""
 
-    # Topic words shared and "my brother" in both are what a person checks first; the cosine orders the rest.
+    # The MiniLM cosine of the question to each sentence orders the player's few facts; these add to it.
+    # Topic words shared and "my brother" in both are what a person checks first.
     overlap_weight: float = 0.5
     anchor_weight: float = 0.5
     kind_weight: float = 0.3
+    # A sentence the player said of themselves ("I've got a dog…") over one about the world ("A dog called
+    # Rufus sleeps by the inn"): the question asks what the player told of themselves.
+    self_weight: float = 0.3
     # Without a shared topic word or anchor, a sentence must be this close to the question to answer it, or
     # `min_cosine_typed` when it holds the very kind of span the question wants (a name, a place, a number).
-    min_cosine_alone: float = 0.55
-    min_cosine_typed: float = 0.35
+    # Tuning facts score 0.3-0.8 to questions a reader links to them, the filler beside them 0.15-0.45.
+    min_cosine_alone: float = 0.35
+    min_cosine_typed: float = 0.25
+    # "Do you remember the storm?" names nothing of the player's: one of their sentences answers it only when
+    # it is about the same thing.
+    min_cosine_remembered: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -123,8 +177,30 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
+def normalised(text: str) -> str:
+    """`text` with contractions typed without their apostrophe written out: "im Greta" -> "I'm Greta"."""
+    return BARE_CONTRACTION.sub(lambda found: BARE_CONTRACTIONS[found.group().lower()], text)
+
+
+def question_asked(text: str) -> str:
+    """The question itself in a line that mixes it with an action or a ramble: "I pick up a stone and ask,
+    what is my cat called?" -> "what is my cat called?"; a line that is all question stays as it is."""
+    text = normalised(text).strip()
+    asked = [match.group().strip() for match in SENTENCE.finditer(text) if match.group().strip().endswith("?")]
+    question = asked[-1] if asked else text
+    start = QUESTION_START.search(question)
+    # Only what the player does or says of themselves comes before the question; "And her name, do you
+    # remember it?" is one question throughout.
+    before = question[: start.start()] if start is not None else ""
+    if re.search(r"[,:;]|\band\b", before) and re.search(r"\b(?:i|i'm|ask|asks|asking)\b", before, re.I):
+        question = question[len(before) :]
+    return RAMBLE.sub("", question).strip() or question
+
+
 def stem(word: str) -> str:
-    """A crude stem, enough that "sisters" meets "sister" and "sailing" meets "sail"."""
+    """A crude stem, enough that "sisters" meets "sister", "sailing" meets "sail" and "lost" meets "lose"."""
+    if word in IRREGULAR:
+        return IRREGULAR[word]
     for suffix in ("'s", "ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -132,17 +208,28 @@ def stem(word: str) -> str:
 
 
 def is_question(text: str) -> bool:
-    return bool(QUESTION_FORM.search(text.strip()))
+    """A question by its mark or its opening, after an interjection ("so who am i then")."""
+    return bool(QUESTION_FORM.search(LEADING_INTERJECTION.sub("", normalised(text).strip())))
 
 
 def asks_about_the_player(question: str, previous: str = "") -> bool:
-    """A question about what the player is, has, did or knows ("What was my brother called?"), or about
-    someone of theirs that the player's previous line (`previous`) named ("And her name?")."""
+    """A question about what the player is, has, did or knows ("What was my brother called?", "Do you even
+    remember who you're talking to?"), or about someone of theirs that the player's previous line
+    (`previous`) named ("And her name?")."""
+    question = normalised(question)
     if not is_question(question):
         return False
-    return bool(ABOUT_THE_PLAYER.search(question)) or (
-        bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous))
+    return (
+        bool(ABOUT_THE_PLAYER.search(question))
+        or bool(OWN_NAME.search(question))
+        or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )
+
+
+def asks_to_remember(question: str) -> bool:
+    """A question that asks the character what it remembers ("Do you remember the dog's name?"): answered
+    from what the player told when a sentence of theirs answers it, else like any other question."""
+    return is_question(question) and bool(ASKS_TO_REMEMBER.search(question))
 
 
 def answer_kind(question: str) -> str:
@@ -170,25 +257,33 @@ def topic_of(question: str) -> set[str]:
 
 
 def anchors_of(text: str) -> set[str]:
-    """What the text says is the player's: "my brother" and "my old boat" give {"brother"} and {"old", "boat"}."""
+    """What the text says is the player's: "my brother" and "my old boat" give {"brother"} and {"old", "boat"},
+    "I've got a dog" gives {"dog"}."""
     found = re.findall(r"\b(?:my|mine|our)\s+([a-z']+)(?:\s+([a-z']+))?", text.lower())
+    found += POSSESSION.findall(text.lower())
     return {stem(word) for pair in found for word in pair if word and word not in STOP_WORDS}
+
+
+def said_of_self(sentence: str) -> bool:
+    """Whether the player speaks of themselves in the sentence, not only of the world around them."""
+    return bool(SELF_WORD.search(sentence))
 
 
 def answer_span(sentence: str, kind: str, from_where: bool = False) -> str:
     """The span of `sentence` that answers a question wanting `kind`; "" when it holds none. `from_where`: the
-    question asks where the player comes from, which only a place after "from" answers."""
+    question asks where the player comes from, which a place after "from" answers first."""
     if kind == NAME:
         if found := NAME_AFTER.search(sentence) or NAME_BEFORE.search(sentence):
             return found.group(1)
         names = [match for match in CAPITALISED.findall(sentence[1:]) if match.split()[0] not in {"I", "I'm"}]
         return names[0] if names else ""
     if kind == PLACE:
-        if from_where:
-            found = FROM_PLACE.search(sentence)
-            return found.group(1) if found else ""
+        if from_where and (found := FROM_PLACE.search(sentence)):
+            return found.group(1)
         if found := PLACE_AFTER.search(sentence):
             return found.group(1)
+        if from_where:
+            return ""  # where one comes from is a named place: "in my cloak" is no answer
         found = PLACE_PHRASE.search(sentence)
         return found.group(1) if found else ""
     if kind == NUMBER:
@@ -205,7 +300,7 @@ def sentences_of(memories: Sequence[str]) -> list[str]:
     seen: dict[str, str] = {}
     for memory in memories:
         joined: list[str] = []
-        for match in SENTENCE.finditer(memory):
+        for match in SENTENCE.finditer(normalised(memory)):
             sentence = LEADING_INTERJECTION.sub("", match.group().strip()).strip()
             if joined and PRONOUN_START.match(sentence):
                 joined[-1] = f"{joined[-1]} {sentence}"  # "She" still needs the sentence that says who
@@ -234,17 +329,26 @@ def recollect(
     """The recalled sentence that answers `question` (embedded as (D,)), or None when none does; `previous` is
     the player's line before it, which says whom a pronoun in the question means."""
     config = config or RecollectionConfig()
-    if not memories or not asks_about_the_player(question, previous):
+    about_the_player = asks_about_the_player(question, previous)
+    if not memories or not (about_the_player or asks_to_remember(question)):
         return None
     candidates = sentences_of(memories)
     if not candidates:
         return None
-    kind = answer_kind(question)
-    topic = topic_of(question)
-    anchors = anchors_of(question) or (anchors_of(previous) if SOMEONE_MENTIONED.search(question) else set())
+    asked = question_asked(question)
+    if asked != question.strip():
+        question_embedding = embedder.embed([asked])[0]  # (D,): the question without the action around it
+    kind = answer_kind(asked)
+    topic = topic_of(asked)
+    anchors = anchors_of(asked) or (anchors_of(previous) if SOMEONE_MENTIONED.search(asked) else set())
+    if SOMEONE_MENTIONED.search(asked) and not anchors and not ABOUT_THE_PLAYER.search(asked):
+        return None  # "And her name?" with no one of the player's named before: whose name is not known
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
     best: tuple[float, Recollection] | None = None
-    from_where = kind == PLACE and bool(re.search(r"\bfrom\b", question, re.I))
+    from_where = kind == PLACE and bool(re.search(r"\bfrom\b", asked, re.I))
+    own_name = bool(OWN_NAME.search(asked))
+    if own_name:
+        kind = NAME  # "who am I?" and "who you're talking to" want the player's name, not a description
     for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
         answer = answer_span(sentence, kind, from_where)
         if not answer and kind != THING:
@@ -252,22 +356,28 @@ def recollect(
         stems = {stem(word) for word in words(sentence)}
         overlap = min(len(topic & stems), 2) / 2 if topic else 0.0
         anchored = bool(anchors & anchors_of(sentence))
-        own_name = bool(OWN_NAME.search(question))
         if own_name and not (anchored or SELF_NAMING.search(sentence)):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
-        # "Where did I say I came from?" has one kind of answer, a place after "from": any such sentence answers.
+        if anchors and not anchored and not said_of_self(sentence):
+            continue  # "what's my dog called" is not answered by "A dog called Rufus sleeps by the inn"
+        # "Where did I say I came from?" is answered by any place after "from", and else by where the player
+        # says they live or work ("over in Saltcombe").
+        came_from = from_where and bool(FROM_PLACE.search(sentence))
         typed = bool(answer) and (
-            from_where or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
+            came_from or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
         )
-        if not (anchored or own_name or typed or overlap > 0 or cosine >= config.min_cosine_alone):
+        alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
+        if not (anchored or own_name or typed or overlap > 0 or cosine >= alone):
             continue
         score = (
             cosine
             + config.overlap_weight * overlap
             + config.anchor_weight * anchored
             + config.kind_weight * bool(answer)
+            + config.self_weight * said_of_self(sentence)
+            + config.kind_weight * came_from
         )
         if best is None or score > best[0]:
-            statement = statement_of(sentence, answer, question, kind)
+            statement = statement_of(sentence, answer, asked, kind)
             best = (score, Recollection(sentence=sentence, answer=answer or sentence, statement=statement))
     return best[1] if best else None

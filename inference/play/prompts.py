@@ -6,10 +6,12 @@ recognise yields no event and goes to the narrator. The narrative engine may put
 front of it; this list stays as the fallback that needs no model.
 
 Words about the weather are not always a wish for it. A question ("is it going to rain?") or a request to be
-told ("tell me about the crystals") changes nothing: `asks_for_words` sends it to the narrator. A negation ("no
-more snow", "make the fog go away") asks for the event that undoes what it names (`UNDOING`, from the table
-in inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each other); what nothing
-undoes (a spawned tower, the dawn) yields no event. `negated` finds the negation and `without_negation` leaves
+told ("tell me about the crystals") changes nothing, nor does the player acting on the world ("I walk into the
+rain"): `asks_for_words` sends it to the narrator; a request put as a question ("could it be daytime?", "can
+you make it rain?") still asks for the change. A negation or an aversion ("no more snow", "make the fog go
+away", "I'm sick of this rain") asks for the event that undoes what it names (`UNDOING`, from the table in
+inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each other); what nothing undoes
+(a spawned tower, the dawn) yields no event. `negated` finds the negation and `without_negation` leaves
 what it negates, for the keyword list here and for the learned classifier alike.
 """
 
@@ -23,15 +25,16 @@ from inference.world.events import OBJECT_KINDS
 # Each kind with the words that ask for it; checked in this order, so "stop the snow" finds "stop" first.
 WEATHER_AND_TIME: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("clear", ("clear", "stop", "stops", "sunny", "lift", "lifts")),
-    ("night", ("night", "dark", "darkness", "midnight", "nightfall")),
+    ("night", ("night", "nighttime", "dark", "darkness", "midnight", "nightfall")),
     ("dawn", ("dawn", "sunrise", "daybreak", "morning")),
-    ("day", ("day", "daylight", "noon", "bright")),
+    ("day", ("day", "daytime", "daylight", "noon", "bright")),
     ("snow", ("snow", "snowing", "snows", "blizzard", "snowfall")),
     ("rain", ("rain", "raining", "rains", "storm", "downpour", "drizzle")),
     ("fog", ("fog", "foggy", "mist", "misty", "haze")),
 )
 SPAWN_WORDS = ("appear", "appears", "appearing", "spawn", "summon", "conjure", "raise", "rises", "grow", "grows",
-               "build", "place", "put", "create", "add")  # fmt: skip
+               "build", "place", "put", "create", "add", "emerges", "emerge", "materialises", "materializes",
+               "arrives")  # fmt: skip
 OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
     "towers": "tower",
     "trees": "tree",
@@ -56,7 +59,8 @@ UNDOING: dict[str, str] = {"snow": "clear", "rain": "clear", "fog": "clear", "ni
 NEGATION = re.compile(
     r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
     r"go(?:es)? away|away|get rid of|rid of|remove|banish|dispel|disperse|cease|halt|(?:disappear|vanish)\w*(?=\W*$)|"
-    r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont)\b",
+    r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont|"
+    r"(?:sick|tired|weary) of|fed up with|had enough of|hate|can't stand)\b",
     re.IGNORECASE,
 )
 # A question word first ("what if" and "how about" propose, they do not ask), or a verb before its subject.
@@ -66,6 +70,8 @@ ASKING = re.compile(
     r"|(?:will|would|can|could|shall|should|may|might)\s+(?:it|there|the|this|that|i|we|he|she|they)\b)",
     re.IGNORECASE,
 )
+# Before what the player asks: an interjection or the name of whom they speak to ("Eve, tell me about…").
+OPENING = re.compile(r"^\s*(?:(?:so|ok|okay|well|hey|um|uh|oh|hmm)\b[,!]?\s*|[A-Z][a-z]+,\s+)+")
 TELLING = re.compile(
     r"\b(?:tell|tells|told|explain\w*|describ\w*|talk(?:s|ing)? about|speak(?:s|ing)? (?:about|of)|remind me|"
     r"i wonder|want to know|like to know)\b",
@@ -73,6 +79,21 @@ TELLING = re.compile(
 )
 
 
+# A question that asks for a change rather than about one: "could it be daytime?", "can we have some snow?",
+# "can you make the fog go away?". "will it snow?" and "could it get any darker?" still only ask.
+REQUESTING = re.compile(
+    r"^(?:please\s+)?(?:can|could|would|will|may)\s+(?:you|we|it|i|there)\s+(?:please\s+)?(?:not\s+)?"
+    r"(?:make|have|get|be|turn|bring|let|become|change|stop|start|give|summon|conjure|spawn|build|put)\b"
+    r"(?!.*\bany\s+\w+er\b)",
+    re.IGNORECASE,
+)
+# The player doing something in the world ("I walk into the rain", "I light my lantern") rather than wishing
+# it changed ("I want it to stop snowing", "I summon a beast", "I'm sick of this rain").
+PLAYER_ACTS = re.compile(
+    r"^(?:then\s+)?i\s+(?!(?:want|wanna|wish|would|'d|need|hope|demand|ask|summon|conjure|make|call|cast|bring|"
+    r"raise|build|create|spawn|place|put|plant|let|pray|beg|am|'m|don't|do not|can't|cannot|hate|think|guess)\b)[a-z]+",
+    re.IGNORECASE,
+)
 # A prompt opening with one of these asks the world itself to change ("make the sky purple", "let it thunder"),
 # unless it turns the player ("turn left" is a move).
 CHANGE_REQUEST = re.compile(
@@ -106,9 +127,14 @@ def names_world_things(text: str) -> bool:
 
 
 def asks_for_words(text: str) -> bool:
-    """Whether the prompt is a question or asks to be told something, rather than asking for a change."""
-    text = text.replace("\u2019", "'").strip()
-    return text.endswith("?") or bool(ASKING.match(text)) or bool(TELLING.search(text))
+    """Whether the prompt is a question or asks to be told something, rather than asking for a change (an
+    action of the player's, "I walk into the rain", changes nothing either)."""
+    text = OPENING.sub("", text.replace("\u2019", "'").strip())
+    if TELLING.search(text):
+        return True
+    if REQUESTING.match(text):
+        return False
+    return text.endswith("?") or bool(ASKING.match(text)) or bool(PLAYER_ACTS.match(text))
 
 
 def negated(text: str) -> bool:

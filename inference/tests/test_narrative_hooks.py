@@ -45,7 +45,8 @@ def test_an_input_about_nothing_in_the_hook_falls_back() -> None:
 
 def test_a_tie_is_broken_by_the_model_when_it_names_a_branch() -> None:
     tied = [Branch("left", "go left", ()), Branch("right", "go right", ())]
-    config = BranchConfig(threshold=0.1, centered_threshold=-1, tie_margin=0.5)
+    # Only the tie is under test: the small-talk refusal, which hashed words make a matter of collisions, is off.
+    config = BranchConfig(threshold=0.1, centered_threshold=-1, tie_margin=0.5, small_talk_margin=2.0)
     # "go" is shared; the two intents score alike for "go", so the model decides: "B" is the second-ranked.
     by_model = BranchClassifier(tied, HashedWordsEmbedder(), config, language_model=AnsweringModel(" B."))
     decision = by_model.classify("go")
@@ -72,7 +73,8 @@ class ScoringModel:
 def test_a_model_that_scores_breaks_a_tie_by_calibrated_likelihood() -> None:
     tied = [Branch("left", "go left", ()), Branch("right", "go right", ())]
     model = ScoringModel()
-    config = BranchConfig(threshold=0.1, centered_threshold=-1, tie_margin=0.5)
+    # Only the tie is under test: the small-talk refusal, which hashed words make a matter of collisions, is off.
+    config = BranchConfig(threshold=0.1, centered_threshold=-1, tie_margin=0.5, small_talk_margin=2.0)
     classifier = BranchClassifier(tied, HashedWordsEmbedder(), config, language_model=model, presentation="Two roads.")
     decision = classifier.classify("go")
     assert (decision.branch, decision.decided_by) == ("right", "model")
@@ -99,6 +101,40 @@ def test_a_question_put_to_the_figure_is_no_branch_but_a_question_that_proposes_
     assert classifier.classify("what if I pay with coins?").branch == "bribe"
     assert asks("Is the water cold?") and asks("why are you here") and asks("how long have you waited?")
     assert not asks("would a pouch of gold change your mind?") and not asks("how much to let me pass?")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "so, who sent you here?",
+        "Eve, do you know this guard?",
+        "you been here long, soldier?",
+        "can you tell me what's behind the gate?",
+        "I ask him where the captain is",
+        "I wonder how he got there",
+        "tell me about the river",
+        "how much do you usually charge?",
+    ],
+)
+def test_questions_however_put_and_requests_to_be_told_ask_and_choose_no_branch(text: str) -> None:
+    assert asks(text)
+    classifier = BranchClassifier(BRANCHES, HashedWordsEmbedder(), BranchConfig(threshold=0.0))
+    assert classifier.classify(text).decided_by == "question"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I ask the fishermen to help him",
+        "I tell him the captain is expecting me",
+        "can I pay you to let me through?",
+        "how much for the crossing?",
+        "I show him the orders and explain",
+        "show me in, and I will pay",
+    ],
+)
+def test_a_request_to_act_or_an_offer_is_not_taken_for_a_question(text: str) -> None:
+    assert not asks(text)
 
 
 def test_an_input_nearer_to_small_talk_than_to_any_branch_is_no_branch() -> None:

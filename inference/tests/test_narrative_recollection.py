@@ -117,3 +117,77 @@ def test_a_question_about_the_place_is_not_about_what_the_player_said_before() -
     previous = "I've got a jar of fireflies in my bag."
     assert not asks_about_the_player("Is it always like this?", previous)
     assert asks_about_the_player("And what did she want?", "My niece stayed home.")
+
+
+PETS = ["dog", "cat", "parrot", "goat"]
+NAMES = ["Biscuit", "Pudding", "Tobias", "Odile", "Marigold"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(pet=st.sampled_from(PETS), name=st.sampled_from(NAMES), rival=st.sampled_from(["Rufus", "Heron", "Aldo"]))
+def test_a_pet_the_player_says_they_have_beats_a_line_that_names_another(pet: str, name: str, rival: str) -> None:
+    memories = [f"A scruffy {pet} called {rival} sleeps outside the inn.", f"I've got a {pet}, her name is {name}."]
+    for question in (f"whats my {pet}s name", f"Do you remember what my {pet} is called?"):
+        found = recollected(question, memories)
+        assert found is not None and found[1] == name
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    wrapper=st.sampled_from(
+        ["{q}", "I pick up a stone and ask, {q}", "Ugh, I keep forgetting, {q}", "{q} because I am so tired"]
+    )
+)
+def test_a_question_mixed_with_an_action_or_a_ramble_is_answered_as_the_bare_question(wrapper: str) -> None:
+    memories = ["My cat Pudding sleeps on my feet.", "I mended a hole in my cloak.", "The gulls stole a fish."]
+    assert recollected(wrapper.format(q="what is my cat called?"), memories) == (
+        "Your cat Pudding sleeps on your feet.",
+        "Pudding",
+    )
+
+
+@pytest.mark.parametrize(
+    ("told", "question"),
+    [
+        ("Name's Tobias, by the way.", "Do you even remember who you're talking to?"),
+        ("hi there, im Tobias from the mill", "so who am i then"),
+        ("Call me Tobias.", "You do know me, right?"),
+    ],
+)
+def test_a_question_about_who_the_player_is_gets_their_name_without_my_or_i(told: str, question: str) -> None:
+    memories = [memory.text for memory in extract_memories(told, 1)] + ["I met a sailor named Bram."]
+    assert recollected(question, memories) == ("Your name is Tobias.", "Tobias")
+
+
+@pytest.mark.parametrize(
+    ("fact", "question", "answer"),
+    [
+        ("Thunder frightens me more than anything.", "what scares me?", "Thunder frightens you more than anything."),
+        ("I lost my wedding ring on the beach.", "what did I lose?", "You lost your wedding ring on the beach."),
+        ("I make my living repairing clocks.", "what do i do for work again", "You make your living repairing clocks."),
+    ],
+)
+def test_the_players_own_sentence_closest_in_meaning_answers_without_sharing_a_word(
+    fact: str, question: str, answer: str
+) -> None:
+    memories = ["I mended a hole in my cloak.", fact, "A cat followed me from the bridge.", "The bread was warm."]
+    assert recollected(question, memories)[0] == answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["what did I have for breakfast?", "whats my dogs name", "Do you remember the storm last winter?"],
+)
+def test_what_the_player_never_told_is_not_answered_with_something_else_they_said(question: str) -> None:
+    memories = [
+        "I spent the evening playing cards with a sailor.",
+        "A scruffy dog called Rufus sleeps outside the inn.",
+        "I walked along the beach and watched the gulls.",
+    ]
+    assert recollected(question, memories) is None
+
+
+def test_where_the_player_comes_from_is_else_the_named_place_they_live_or_work_in() -> None:
+    memories = ["I mend fishing gear for a living, over in Saltcombe on the mainland.", "I mended a hole in my cloak."]
+    assert recollected("And where did I say I'd come over from?", memories)[1] == "Saltcombe"
+    assert recollected("Where am I from?", ["I mended a hole in my cloak.", "I walked along the beach."]) is None

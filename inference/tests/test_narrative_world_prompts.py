@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from inference.language.embedding import HashedWordsEmbedder
 from inference.narrative.world_prompts import OBJECT_DESCRIPTIONS, WorldPromptClassifier, WorldPromptConfig
+from inference.play.prompts import asks_for_words, events_from_prompt
 from inference.world.events import OBJECT_KINDS, parse_event
 
 
@@ -43,8 +44,9 @@ def test_a_spawn_keeps_the_named_object_and_colour_and_parses_as_a_world_event()
 def test_a_question_or_a_request_to_be_told_is_no_world_change() -> None:
     classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
     assert classifier.events("make it snow") == [{"kind": "snow"}]
-    assert classifier.events("will you make it snow?") == []
+    assert classifier.events("will it snow tonight?") == []
     assert classifier.events("is it going to snow") == []
+    assert classifier.events("could it get any darker?") == []
     assert classifier.events("tell me about the snow") == []
     assert classifier.events("describe the red tower") == []
 
@@ -85,3 +87,38 @@ def test_minilm_maps_unseen_wordings_onto_events() -> None:
     assert classifier.events("I ask the innkeeper for a room") == []
     assert classifier.events("make the mist go away") == [{"kind": "clear"}]
     assert classifier.events("is it night yet?") == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kind"),
+    [
+        ("will you make it snow?", "snow"),
+        ("could it be daytime?", "day"),
+        ("can we have some snow?", "snow"),
+        ("can it be night now", "night"),
+        ("Eve, could you make it rain?", "rain"),
+    ],
+)
+def test_a_request_put_as_a_question_asks_for_the_change(prompt: str, kind: str) -> None:
+    assert not asks_for_words(prompt)
+    assert events_from_prompt(prompt) == [{"kind": kind}]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    verb=st.sampled_from(["walk into", "look at", "climb", "light", "stand under", "touch", "run through"]),
+    thing=st.sampled_from(["the rain", "the snow", "the tower", "my lantern", "the fog", "the crystal"]),
+)
+def test_the_player_acting_on_a_world_thing_changes_nothing(verb: str, thing: str) -> None:
+    prompt = f"I {verb} {thing}"
+    assert asks_for_words(prompt) and events_from_prompt(prompt) == []
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
+    assert classifier.events(prompt) == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kind"),
+    [("I'm sick of this rain", "clear"), ("so tired of the dark", "day"), ("can we not have night anymore", "day")],
+)
+def test_an_aversion_asks_for_what_undoes_it(prompt: str, kind: str) -> None:
+    assert events_from_prompt(prompt) == [{"kind": kind}]
