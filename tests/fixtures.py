@@ -106,6 +106,16 @@ def static_files_for_pages(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("static_files_collected")
 
 
+@pytest.fixture(autouse=True)
+def gallery_lists_rendered_afresh(request: pytest.FixtureRequest) -> None:
+    """Each test starts with a database of its own, but the cache (Redis in CI) outlives it: a gallery list
+    rendered in an earlier test, filed under the same version, would be shown in this one."""
+    if is_heavy(request.node):
+        from gallery.services import listings_version_next
+
+        listings_version_next()
+
+
 @pytest_asyncio.fixture
 async def database_connections_closed_after() -> AsyncIterator[None]:
     """For async tests: close the connection database_sync_to_async opened in its worker thread.

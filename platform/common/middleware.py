@@ -13,8 +13,8 @@ DATABASE_UNAVAILABLE = "The database is unavailable for a moment; nothing was ch
 class DatabaseUnavailableMiddleware:
     """While the database is down (a restart, a failover) answer 503 with one sentence, not a 500 page.
 
-    The request's transaction, if any, was rolled back with the lost connection, so the sentence is true;
-    Django opens a fresh connection for the next request (CONN_MAX_AGE 0, health checks on).
+    The request's transaction, if any, was rolled back with the lost connection, so the sentence is true; the
+    next request gets a working connection (the pool checks each before handing it out, CONN_HEALTH_CHECKS).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:

@@ -29,6 +29,11 @@ def services_reachable_or_exit() -> None:
                 "CELERY_BROKER_URL", f"names an unreachable broker at {redacted(broker_url)} ({error})"
             ) from None
     try:
+        if getattr(connection, "pool", None):  # PostgreSQL's backend pools; SQLite's has no such attribute
+            # One plain connection: the pool would retry in the background until its timeout, logging each try.
+            with connection.wrap_database_errors:
+                connection.Database.connect(**connection.get_connection_params()).close()
+            return
         connection.ensure_connection()
         if connection.vendor == "sqlite":
             # WAL lets pages read while sessions write. The mode is stored in the file, so it is set once, here:

@@ -127,6 +127,16 @@ else:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # Fail fast while PostgreSQL is down instead of hanging every request.
         DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = 5
+        # A process hands its requests' threads connections from a pool (psycopg_pool) instead of opening one
+        # per request: a new PostgreSQL backend costs ~10 ms, more than a gallery page's queries. The consumers'
+        # database threads (common.concurrency, 8) keep theirs, so the pool is larger than that. A request that
+        # finds the pool empty waits up to 2 s for one, then gets the 503 of a database that is away: while
+        # PostgreSQL is down the pool has none to give, and the page must say so at once, not after a long wait.
+        DATABASE_POOL_SIZE = env.int("DATABASE_POOL_SIZE", default=12)
+        if DATABASE_POOL_SIZE:
+            if DATABASES["default"]["CONN_MAX_AGE"]:
+                raise ConfigurationError("DATABASE_CONN_MAX_AGE", "must be 0 while DATABASE_POOL_SIZE is set")
+            DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": DATABASE_POOL_SIZE, "timeout": 2}
         # PgBouncer in transaction mode cannot hold server-side cursors open between transactions.
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_BEHIND_PGBOUNCER", default=False)
 
@@ -147,6 +157,9 @@ if REDIS_URL:
         "frames": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
     }
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # A signed-in page reads its session from Redis, not PostgreSQL (writes go to both). Only with the shared
+    # cache: with a cache in each process, a log-out in one would leave the session alive in the others.
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 else:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels.layers.InMemoryChannelLayer"},

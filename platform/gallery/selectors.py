@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,6 +42,9 @@ MAX_QUERY_LENGTH = 200
 # the database (and /healthz behind it) for seconds each. The bound is far above what a ranked search needs.
 SEARCH_TIMEOUT_MILLISECONDS = 2000
 POPULAR_TAGS_SECONDS = 300
+# The number every cached rendering of a gallery list is filed under (gallery.views); a change to what the lists
+# show moves it on (gallery.services.listings_changed), so the next page renders them afresh.
+LISTINGS_VERSION_KEY = "gallery:listings-version"
 # The SQLite fallback ranks like PostgreSQL's default weights for A, B, C and D (1, 0.4, 0.2, 0.1).
 FALLBACK_WEIGHTS = {"title": 10, "logline": 4, "search_text": 2, "description": 1}
 
@@ -175,6 +179,13 @@ def home_rows(*, user: User | AnonymousUser) -> dict[str, list[Listing]]:
     for sort in Sort:
         rows[sort.value] = keyset_page(visible, field=SORT_FIELDS[sort], cursor=None, size=HOME_ROW_SIZE).items
     return rows
+
+
+def listings_version() -> int:
+    """The lists' current version. One lost (the cache flushed or evicted) starts again from the clock in
+    nanoseconds, past every number handed out before (each change adds one), so no list cached under an
+    earlier number is served again."""
+    return cache.get_or_set(LISTINGS_VERSION_KEY, time.time_ns, timeout=None)
 
 
 def tags_popular(*, user: User | AnonymousUser, category: str | None = None, limit: int = 12) -> list[str]:

@@ -6,12 +6,14 @@ import math
 from datetime import UTC, datetime
 
 from django.contrib.postgres.search import SearchVector
+from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import User
 from gallery.models import Follow, Like, Listing, Play
+from gallery.selectors import LISTINGS_VERSION_KEY
 from worlds.models import ReviewStatus, Tag, World, WorldVersion
 from worlds.published import published_world
 
@@ -23,6 +25,20 @@ TRENDING_EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 TRENDING_HALF_LIFE_HOURS = 72
 PLAY_WEIGHT = 1.0
 LIKE_WEIGHT = 3.0  # a like is a deliberate act and far rarer than a play
+
+
+def listings_changed() -> None:
+    """What the gallery's lists show has changed: once this transaction commits, the lists are rendered afresh.
+    Not before: a page rendered from the rows as they were before the commit would be filed under the new
+    version, and shown until it expired."""
+    transaction.on_commit(listings_version_next)
+
+
+def listings_version_next() -> None:
+    try:
+        cache.incr(LISTINGS_VERSION_KEY)
+    except ValueError:
+        pass  # no version yet (or it was evicted): the next reader starts one past every earlier number
 
 
 def trending_event(*, weight: float, at: datetime) -> float:
@@ -57,6 +73,7 @@ def listing_refresh(*, world: World) -> Listing | None:
         if listing is not None:
             listing.version, listing.featured_at = None, None
             listing.save(update_fields=["version", "featured_at"])
+            listings_changed()
         return listing
     published = published_world(live)
     facts, tags = published.world, published.world.tags
@@ -82,6 +99,7 @@ def listing_refresh(*, world: World) -> Listing | None:
     listing.tags.set([Tag.objects.get_or_create(name=name)[0] for name in tags])
     if connection.vendor == "postgresql":
         Listing.objects.filter(pk=listing.pk).update(search_vector=search_vector())
+    listings_changed()
     return listing
 
 
@@ -99,6 +117,7 @@ def search_vector() -> SearchVector:
 def listing_feature(*, listing: Listing, featured: bool) -> Listing:
     listing.featured_at = timezone.now() if featured else None
     listing.save(update_fields=["featured_at"])
+    listings_changed()
     return listing
 
 
@@ -112,6 +131,7 @@ def listing_like(*, user: User, listing: Listing) -> bool:
         return False
     Listing.objects.filter(pk=listing.pk).update(like_count=F("like_count") + 1)
     trending_change(listing_id=listing.pk, weight=LIKE_WEIGHT, at=like.created_at)
+    listings_changed()
     return True
 
 
@@ -123,6 +143,7 @@ def listing_unlike(*, user: User, listing: Listing) -> bool:
     like.delete()
     Listing.objects.filter(pk=listing.pk).update(like_count=F("like_count") - 1)
     trending_change(listing_id=listing.pk, weight=LIKE_WEIGHT, at=like.created_at, removed=True)
+    listings_changed()
     return True
 
 
@@ -130,7 +151,9 @@ def listing_unlike(*, user: User, listing: Listing) -> bool:
 def world_play_record(*, player: User, world: World, at: datetime | None = None) -> bool:
     """Count a play of a listed world, once per player per day (UTC). Returns whether this one counted.
 
-    Play sessions call this when a session starts; a second session the same day counts nothing.
+    Play sessions call this when a session starts; a second session the same day counts nothing. A play does
+    not move the cached lists' version on, as a like does: plays come far more often, and would leave no list
+    cached for long. Their counts and the trending order they feed show up within views.LIST_SECONDS.
     """
     at = at or timezone.now()
     listing = Listing.objects.filter(world=world, version__isnull=False).first()

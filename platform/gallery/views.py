@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.core.files.storage import default_storage
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
 from accounts.models import User
 from accounts.roles import CREATE
-from accounts.selectors import content_settings_of
+from accounts.selectors import content_settings_of, sees_mature
 from accounts.services import content_settings_update
 from common.images import image_response
 from gallery import selectors, services
@@ -23,15 +29,49 @@ from gallery.throttles import search_wait_seconds
 from worlds.categories import CATEGORY_BLURBS, Category
 from worlds.published import published_world
 
+# How long a rendered list (the home page's rows, a category's or a search's cards) is reused at most. Changes
+# to the listings file the renderings under a new version at once (gallery.services.listings_changed); this
+# bounds what is not counted as a change: play counts and the trending order plays feed.
+LIST_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class RenderedList:
+    """A list's cards as HTML, and whether it had any (the page around it says so when not)."""
+
+    html: str
+    has_items: bool
+
+
+def list_rendered(request: HttpRequest, render_list: Callable[[], RenderedList]) -> RenderedList:
+    """The list this URL shows, rendered once and shared by everyone who may see the same worlds.
+
+    A list's cards hold nothing of the person who asked (no name, no likes, no form token); what they may
+    see differs only in mature worlds, so that is part of the key, with the path and query string the list
+    comes from. The page around the list, with the person's name, is rendered for each request.
+    """
+    address = hashlib.sha256(request.get_full_path().encode()).hexdigest()
+    mature = int(sees_mature(user=request.user))
+    key = f"gallery:list:{selectors.listings_version()}:{mature}:{address}"
+    rendered = cache.get(key)
+    if rendered is None:
+        rendered = render_list()
+        cache.set(key, rendered, LIST_SECONDS)
+    return rendered
+
 
 def home(request: HttpRequest) -> HttpResponse:
     categories = [(category, CATEGORY_BLURBS[category]) for category in Category]
-    rows = selectors.home_rows(user=request.user)
-    # While the whole gallery fits in one row, Trending, New and Top would be the same worlds three times over.
-    all_in_one_row = len(rows["trending"]) < selectors.HOME_ROW_SIZE
-    return render(
-        request, "gallery/home.html", {"categories": categories, "rows": rows, "all_in_one_row": all_in_one_row}
-    )
+
+    def rows_rendered() -> RenderedList:
+        rows = selectors.home_rows(user=request.user)
+        # While the whole gallery fits in one row, Trending, New and Top would be the same worlds three times.
+        all_in_one_row = len(rows["trending"]) < selectors.HOME_ROW_SIZE
+        html = render_to_string("gallery/_home_rows.html", {"rows": rows, "all_in_one_row": all_in_one_row})
+        return RenderedList(html=html, has_items=bool(rows["trending"]))
+
+    rows = list_rendered(request, rows_rendered)
+    return render(request, "gallery/home.html", {"categories": categories, "rows": rows})
 
 
 def browse(request: HttpRequest, *, category: Category | None, template: str, extra: dict[str, object]) -> HttpResponse:
@@ -47,7 +87,8 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
     if wait is not None:
         message = f"Too many searches from your address: try again in {wait} seconds, or sign in to search freely."
         return refused(request, template, extra, form, [message], status=429, headers={"Retry-After": str(wait)})
-    try:
+
+    def page_rendered() -> RenderedList:
         if query:
             page = selectors.listings_search(
                 user=request.user,
@@ -59,19 +100,27 @@ def browse(request: HttpRequest, *, category: Category | None, template: str, ex
             )
         else:
             page = selectors.listings_browse(user=request.user, category=chosen_category, **values)
+        next_query = request.GET.copy()
+        next_query["cursor"] = page.next_cursor or ""
+        context = {
+            "page": page,
+            "next_query": next_query.urlencode() if page.next_cursor else "",
+            "empty_message": extra["empty_message"],
+        }
+        return RenderedList(html=render_to_string("gallery/_list.html", context), has_items=bool(page.items))
+
+    try:
+        results = list_rendered(request, page_rendered)
     except selectors.BadCursor:
         raise Http404("No such page of the gallery") from None
     except selectors.SearchTooSlow as error:
         return refused(request, template, extra, form, [f"Not searched: {error}. Try again in a moment."], status=503)
-    next_query = request.GET.copy()
-    next_query["cursor"] = page.next_cursor or ""
     context = {
-        "page": page,
+        "results": results,
         "form": form,
         "query": query,
         "sort": values["sort"],
         "tags": values["tags"],
-        "next_query": next_query.urlencode() if page.next_cursor else "",
         "popular_tags": selectors.tags_popular(user=request.user, category=chosen_category),
     }
     return render(request, template, context | extra)
@@ -91,12 +140,11 @@ def refused(
     for error in errors:
         messages.error(request, error)
     context = {
-        "page": selectors.Page(items=[], next_cursor=None),
+        "results": RenderedList(html="", has_items=False),
         "form": form,
         "query": "",
         "tags": [],
         "sort": "",
-        "next_query": "",
         "popular_tags": [],
     }
     response = render(request, template, context | extra, status=status)
@@ -113,12 +161,17 @@ def category_page(request: HttpRequest, category: str) -> HttpResponse:
         request,
         category=chosen,
         template="gallery/category.html",
-        extra={"category": chosen, "blurb": CATEGORY_BLURBS[chosen]},
+        extra={
+            "category": chosen,
+            "blurb": CATEGORY_BLURBS[chosen],
+            "empty_message": "Nothing here matches. Try other words or fewer tags.",
+        },
     )
 
 
 def search(request: HttpRequest) -> HttpResponse:
-    return browse(request, category=None, template="gallery/search.html", extra={})
+    extra = {"empty_message": "Nothing matches. Try other words."}
+    return browse(request, category=None, template="gallery/search.html", extra=extra)
 
 
 def url_or_none(name: str, *args: object) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_published_world_is_checked_queued_approved_and_then_shown_in_its_category(
-    signed_in: SignIn, publish: Callable[..., WorldVersion], moderator: User
+    signed_in: SignIn, publish: Callable[..., WorldVersion], moderator: User, django_capture_on_commit_callbacks: Any
 ) -> None:
     world = WorldFactory(title="Foghaven", category="stories", logline="A harbour that remembers every ship.")
     world.characters.add(CharacterFactory(owner=world.owner, greeting="{{user}}, you came in with the fog."))
@@ -49,7 +50,8 @@ def test_a_published_world_is_checked_queued_approved_and_then_shown_in_its_cate
     assert reverse("moderation:item", args=[item.pk]) in queue
     page = moderators.get(reverse("moderation:item", args=[item.pk])).content.decode()
     assert "A harbour that remembers every ship." in page and "Generated preview" in page
-    moderators.post(reverse("moderation:version_decide", args=[version.pk, "approve"]), {"reason": ""})
+    with django_capture_on_commit_callbacks(execute=True):  # as the approval's commit would run them
+        moderators.post(reverse("moderation:version_decide", args=[version.pk, "approve"]), {"reason": ""})
 
     version.refresh_from_db()
     assert (version.status, version.reviewed_by) == (ReviewStatus.APPROVED, moderator)
