@@ -18,18 +18,26 @@ from bench import load_speed
 from tests.fixtures import ROOT
 
 
-@pytest.mark.slow
-def test_the_quick_benchmark_writes_flat_json_with_its_keys() -> None:
+def quick_bench(
+    name: str, *, timeout: int, environment: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """`python -m bench --quick --only NAME`, which must succeed, and the figures it wrote."""
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "raycaster_bench"],
+        [sys.executable, "-m", "bench", "--quick", "--only", name],
         cwd=ROOT,
+        env=environment,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
-    figures = json.loads((ROOT / "bench" / "results" / "raycaster_bench.json").read_text())
+    assert result.returncode == 0, (result.stdout[-5000:], result.stderr[-5000:])
+    return result, json.loads((ROOT / "bench" / "results" / f"{name}.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_quick_benchmark_writes_flat_json_with_its_keys() -> None:
+    result, figures = quick_bench("raycaster_bench", timeout=300)
     assert set(figures) == {
         "ms_per_frame_p50",
         "ms_per_frame_p95",
@@ -47,17 +55,8 @@ def test_the_embedded_runtime_benchmark_runs_whatever_services_the_environment_n
     # Services nobody listens on: the embedded measurement must not reach them (CI's environment names real
     # ones, and the benchmark once migrated them while its daphne served an empty SQLite file).
     unreachable = {"DATABASE_URL": "postgres://nobody@127.0.0.1:9/none", "REDIS_URL": "redis://127.0.0.1:9/0"}
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "runtime_bench"],
-        cwd=ROOT,
-        env=os.environ | unreachable | {"SECRET_KEY": "bench-test-secret-key-0123456789abcdef", "DEBUG": "false"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout[-5000:]
-    figures = json.loads((ROOT / "bench" / "results" / "runtime_bench.json").read_text())
+    secrets = {"SECRET_KEY": "bench-test-secret-key-0123456789abcdef", "DEBUG": "false"}
+    _, figures = quick_bench("runtime_bench", timeout=600, environment=os.environ | unreachable | secrets)
     assert figures["fps_sessions_1"] > 0 and figures["input_to_frame_p95_ms"] > 0
 
 
@@ -69,16 +68,7 @@ def test_the_quick_load_benchmark_keeps_every_player_connected_and_leaves_no_gro
         if os.environ.get("CI_REQUIRE_SERVICES"):
             pytest.fail("CI needs PostgreSQL and Redis for the load benchmark")
         pytest.skip("the load benchmark plays the production stack (PostgreSQL, Redis); .ci/run has them")
-    result = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--only", "load_bench"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-5000:]
-    figures = json.loads((ROOT / "bench" / "results" / "load_bench.json").read_text())
+    _, figures = quick_bench("load_bench", timeout=600)
     assert {
         "players_per_core_p95_150ms",
         "daphne_cpu_ms_per_frame",
