@@ -1,18 +1,21 @@
-"""Typed prompts that ask for a change of the world, turned into world events by nearest labelled example.
+"""Typed prompts that ask for a change of the world, turned into world events: by the words of the vocabulary
+first, and by the nearest labelled example for a wording those words do not cover.
 
 "It starts snowing", "make it night", "a red tower appears ahead" become events of the vocabulary in
 inference/world/EVENTS.md; anything else (talk to a character, a question, an action) yields no event and
-goes to the narrator. A prompt is split into clauses ("make it night and let it snow"); each clause is
-embedded (all-MiniLM-L6-v2) and takes the kind of its most similar example in `EXAMPLES`, a labelled set of
+goes to the narrator. A prompt is split into clauses ("make it night and let it snow"). Each clause is read
+for the words a person uses for each weather, time of day and object (inference.play.prompts.named_events:
+"midnight", "the sun comes up", "an oak"). Only when no clause names anything of the world is each clause
+embedded (all-MiniLM-L6-v2) and given the kind of its most similar example in `EXAMPLES`, a labelled set of
 phrasings per event kind plus "narration" phrasings that are not world changes (a one-nearest-neighbour rule,
-which needs no training). A clause no example is close to goes to the keyword baseline
-(inference.play.prompts.named_events), which also supplies a spawned object's kind and colour when
-the clause names them; otherwise the object is the kind whose description is nearest.
+which needs no training); the object of a spawn is then the kind whose description is nearest.
 
-Embeddings know the topic of a prompt, not what it wants of it: "no more snow" and "is it going to snow?" sit
-next to "make it snow". So the grammar decides first, with the keyword baseline's rules: a question or a
-request to be told something is no world change, and a negated clause ("make the fog go away") is classified
-without its negation and becomes the event that undoes the one it names (clear for fog), or none.
+Embeddings know the topic of a prompt, not what it wants of it: "no more snow", "is it going to snow?" and
+"shroud the market in fog" against "the fog lifts" sit close together. So the words and the grammar decide
+first: a question or a request to be told something is no world change, a prohibition ("don't make it snow")
+asks for nothing, a remark after the request ("no more fog, I can't see a thing") adds nothing, and a negated
+clause ("make the fog go away") is read without its negation and becomes the event that undoes the one it
+names (clear for fog), or none.
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from inference.language.embedding import Embedder
 from inference.play.prompts import (
     COLOR_WORDS,
     asks_for_words,
+    clauses_of,
+    distinct,
     named_events,
-    negated,
+    names_world_things,
     undoing,
-    without_negation,
 )
 
 NARRATION = "narration"
@@ -60,7 +64,6 @@ OBJECT_DESCRIPTIONS = {
     "crystal": "a glowing crystal, a gem or a shard",
     "creature": "a creature, a monster, a beast or an animal",
 }
-CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b)\s*", re.I)
 
 
 @dataclass(frozen=True)
@@ -87,36 +90,27 @@ class WorldPromptClassifier:
         """The world events `prompt` asks for; [] when it is not a world change (it goes to the narrator)."""
         if asks_for_words(prompt):
             return []
-        clauses = [clause for clause in CLAUSE_SPLIT.split(prompt.strip()) if clause and re.search(r"\w", clause)]
-        # A negated clause is read without its negation, then undone: "no more snow" is read as "snow".
-        readings = [without_negation(clause) if negated(clause) else clause for clause in clauses]
-        readings = [reading if re.search(r"\w", reading) else "" for reading in readings]
-        if not any(readings):
-            return []
-        vectors = self.embedder.embed([reading or "." for reading in readings])  # (C, D)
+        clauses = clauses_of(prompt)
+        named = [named_events(clause.reading) for clause in clauses]
+        if not any(named) and not any(names_world_things(clause.reading) for clause in clauses):
+            # No clause uses the words of the vocabulary: the nearest examples judge the wording. A clause that
+            # names a world thing without asking for it ("the tree over there looks ancient") asks for nothing.
+            readings = [clause.reading for clause in clauses]
+            vectors = self.embedder.embed(readings) if readings else np.zeros((0, 0), np.float32)  # (C, D)
+            named = [self._clause_events(reading, vector) for reading, vector in zip(readings, vectors, strict=True)]
         events: list[dict[str, Any]] = []
-        for clause, reading, vector in zip(clauses, readings, vectors, strict=True):
-            if not reading:
-                continue
-            found = self._clause_events(reading, vector)
-            for event in undoing(found) if reading != clause else found:
-                if all(event != seen for seen in events):
-                    events.append(event)
-        return events
+        for clause, found in zip(clauses, named, strict=True):
+            events += undoing(found) if clause.undo else found
+        return distinct(events)
 
     def _clause_events(self, clause: str, vector: np.ndarray) -> list[dict[str, Any]]:
         similarities = self.examples @ vector  # (E,)
         best = int(similarities.argmax())
         kind = self.labels[best]
-        if similarities[best] < self.config.threshold:
-            return named_events(clause)
-        if kind == NARRATION:
+        if similarities[best] < self.config.threshold or kind == NARRATION:
             return []
         if kind != "spawn":
             return [{"kind": kind}]
-        named = [event for event in named_events(clause) if event["kind"] == "spawn"]
-        if named:
-            return named[:1]
         event: dict[str, Any] = {
             "kind": "spawn",
             "object": list(OBJECT_DESCRIPTIONS)[int((self.objects @ vector).argmax())],

@@ -18,35 +18,50 @@ what it negates, for the keyword list here and for the learned classifier alike.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from inference.world.events import OBJECT_KINDS
 
-# Each kind with the words that ask for it; checked in this order, so "stop the snow" finds "stop" first.
-WEATHER_AND_TIME: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("clear", ("clear", "stop", "stops", "sunny", "lift", "lifts")),
-    ("night", ("night", "nighttime", "dark", "darkness", "midnight", "nightfall")),
-    ("dawn", ("dawn", "sunrise", "daybreak", "morning")),
-    ("day", ("day", "daytime", "daylight", "noon", "bright")),
-    ("snow", ("snow", "snowing", "snows", "blizzard", "snowfall")),
-    ("rain", ("rain", "raining", "rains", "storm", "downpour", "drizzle")),
-    ("fog", ("fog", "foggy", "mist", "misty", "haze")),
+# Each kind with the words and phrases that name it, as a reader of weather and times of day knows them. A
+# pattern matches whole words; a clause's kinds come out in the order they are named ("sunrise, then some
+# light rain"). "sun" is the day unless it rises (dawn) or sets (night); "light" alone names nothing here,
+# since it is as often a lantern or an adjective ("light rain").
+WEATHER_AND_TIME: tuple[tuple[str, str], ...] = (
+    ("clear", r"clear\w*|stops?|sunny|lift(?:s|ing)?|(?:blue|clear|fine) (?:sky|skies|weather)"
+              r"|clouds? (?:part|break)\w*|fair weather|dry (?:out|up)|brighten(?:s|ing)? up"),
+    ("night", r"night\w*|nite|midnight|dark\w*|moon\w*|stars?|starry|starlit|starlight|dusk|twilight|sunset"
+              r"|evening|pitch black|lights out|sun (?:go(?:es)?|goes|going|went) down|sun set(?:s|ting)?|sun sink\w*"),
+    ("dawn", r"dawn\w*|sunrise|sun ?up|daybreak|day break\w*|morning|first light|cock ?crow"
+             r"|sun (?:rise[sn]?|rising|rose|come[s]? up|coming up|came up|up)"),
+    ("day", r"day|days|daytime|daylight|broad daylight|noon|midday|mid-day|high noon|lunch ?time|afternoon|bright\w*"
+            r"|sunshine|sunlight|sun\w*"),
+    ("snow", r"snow\w*|blizzard\w*|flurr(?:y|ies)|sleet|white ?out|(?:blanket|dusting) of white"),
+    ("rain", r"rain\w*|storm\w*|downpour\w*|drizzl\w*|showers?|thunder\w*|lightning|deluge|monsoon|pour(?:s|ing)?"
+             r"|bucket\w* down|heavens open|cats and dogs|wet weather"),
+    ("fog", r"fog\w*|mist\w*|haze|hazy|murk\w*|smog\w*|pea[- ]?soup\w*|clouds?|cloudy|overcast"),
+)  # fmt: skip
+WEATHER_PATTERNS = tuple((kind, re.compile(rf"\b(?:{words})\b", re.IGNORECASE)) for kind, words in WEATHER_AND_TIME)
+# Words that bring something into being, or say it is there now ("a beast shows up", "I want a dragon").
+SPAWN = re.compile(
+    r"\b(?:appear\w*|spawn\w*|summon\w*|conjure\w*|raise[sd]?|rais(?:es|ing)|rises?|rising|grow\w*|build\w*|place"
+    r"|put|create\w*|add|emerge\w*|materiali[sz]e\w*|arrives?|plant\w*|sprout\w*|show(?:s|ed)? up|pop(?:s|ped)? up"
+    r"|turn(?:s|ed)? up|make|give me|bring\w*|want|wish|need|there(?:'s| is| are| be)|let there|erect\w*|set up"
+    r"|drop|produce|manifest\w*|hang\w*|hung|set|install\w*|let)\b",
+    re.IGNORECASE,
 )
-SPAWN_WORDS = ("appear", "appears", "appearing", "spawn", "summon", "conjure", "raise", "rises", "grow", "grows",
-               "build", "place", "put", "create", "add", "emerges", "emerge", "materialises", "materializes",
-               "arrives")  # fmt: skip
 OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
-    "towers": "tower",
-    "trees": "tree",
-    "lanterns": "lantern",
-    "lamp": "lantern",
-    "light": "lantern",
-    "crystals": "crystal",
-    "gem": "crystal",
-    "monster": "creature",
-    "beast": "creature",
-    "animal": "creature",
-}
+    word: kind
+    for kind, words in (
+        ("tower", "towers spire spires turret turrets steeple belfry obelisk castle"),
+        ("tree", "trees oak oaks pine pines willow birch elm yew sapling palm maple cedar spruce fir"),
+        ("lantern", "lanterns lamp lamps lamppost torch torches candle candles beacon"),
+        ("crystal", "crystals gem gems gemstone jewel jewels shard shards diamond quartz amethyst emerald ruby"),
+        ("creature", "creatures monster monsters beast beasts animal animals dragon dragons wolf wolves bear fox "
+                     "deer owl troll goblin golem unicorn critter serpent"),
+    )
+    for word in words.split()
+}  # fmt: skip
 COLOR_WORDS: dict[str, tuple[int, int, int]] = {
     "red": (200, 40, 40), "green": (40, 160, 60), "blue": (50, 80, 200), "yellow": (230, 210, 60),
     "white": (235, 235, 235), "black": (25, 25, 25), "purple": (140, 60, 170), "orange": (230, 130, 40),
@@ -60,7 +75,9 @@ NEGATION = re.compile(
     r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
     r"go(?:es)? away|away|get rid of|rid of|remove|banish|dispel|disperse|cease|halt|(?:disappear|vanish)\w*(?=\W*$)|"
     r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont|"
-    r"(?:sick|tired|weary) of|fed up with|had enough of|hate|can't stand)\b",
+    r"(?:sick|tired|weary) of|fed up with|had enough of|hate|can't stand|out of here|be gone|begone|away with|"
+    r"chase (?:off|out)|drive (?:off|out)|(?:turn|switch|shut)(?:s|ed)? off|"
+    r"too (?=(?:dark|bright|foggy|misty|hazy|murky|gloomy|snowy|rainy|wet|sunny|cloudy|light)\b))\b",
     re.IGNORECASE,
 )
 # A question word first ("what if" and "how about" propose, they do not ask), or a verb before its subject.
@@ -73,8 +90,9 @@ ASKING = re.compile(
 # Before what the player asks: an interjection or the name of whom they speak to ("Eve, tell me about…").
 OPENING = re.compile(r"^\s*(?:(?:so|ok|okay|well|hey|um|uh|oh|hmm)\b[,!]?\s*|[A-Z][a-z]+,\s+)+")
 TELLING = re.compile(
-    r"\b(?:tell|tells|told|explain\w*|describ\w*|talk(?:s|ing)? about|speak(?:s|ing)? (?:about|of)|remind me|"
-    r"i wonder|want to know|like to know)\b",
+    r"\b(?:tell|tells|told|explain\w*|describ\w*|(?:talk|speak)(?:s|ing)?(?: to me| with me)? (?:about|of)|remind me|"
+    r"i wonder|want to know|like to know|hear (?:more )?about|learn (?:more )?about|know (?:more )?about|"
+    r"curious about|what about|story about|stories about)\b",
     re.IGNORECASE,
 )
 
@@ -123,7 +141,7 @@ def unchanged_reason(text: str) -> str | None:
 def names_world_things(text: str) -> bool:
     """Whether the text names an object, a time of day or a weather that world events make."""
     words = set(re.findall(r"[a-z]+", text.lower()))
-    return bool(words & set(OBJECT_WORDS)) or any(words & set(triggers) for _, triggers in WEATHER_AND_TIME)
+    return bool(words & set(OBJECT_WORDS)) or any(pattern.search(text) for _, pattern in WEATHER_PATTERNS)
 
 
 def asks_for_words(text: str) -> bool:
@@ -152,31 +170,80 @@ def undoing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"kind": kind} for kind in kinds]
 
 
+CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b|\bplus\b)\s*", re.IGNORECASE)
+# A clause that forbids a change asks for none: "don't make it snow" is not "stop the snow", unless it says
+# that what is there should end ("don't let it be dark any more").
+PROHIBITION = re.compile(
+    r"^(?:please\s+)?(?:(?:do|did)\s*n[o']?t|dont|never|no need to|you needn't)\s+(?:you\s+)?(?:dare\s+)?"
+    r"(?:make|let|bring|start|turn|summon|spawn|give|put|create|conjure|add|build|send|cause)\b",
+    re.IGNORECASE,
+)
+CESSATION = re.compile(r"\b(?:any ?more|no more|no longer|stop\w*|end|away)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause of a prompt that may ask for a change: the words to classify, and whether it asks for the
+    change that undoes what those words name ("no more fog" is read as "fog", undone)."""
+
+    reading: str
+    undo: bool
+
+
+def clauses_of(text: str) -> list[Clause]:
+    """The clauses of a prompt that may ask for a change. A clause after the first that is the player's own
+    remark ("no more fog, I can't see a thing") or a question asks for nothing, nor does a prohibition."""
+    text = text.replace("\u2019", "'").strip()
+    found: list[Clause] = []
+    for index, clause in enumerate(part for part in CLAUSE_SPLIT.split(text) if part and re.search(r"\w", part)):
+        forbids = PROHIBITION.match(OPENING.sub("", clause)) and not CESSATION.search(clause)
+        if forbids or (index > 0 and asks_for_words(clause)):
+            continue
+        if negated(clause):
+            reading = without_negation(clause)
+            if re.search(r"\w", reading):
+                found.append(Clause(reading, undo=True))
+        else:
+            found.append(Clause(clause, undo=False))
+    return found
+
+
 def events_from_prompt(text: str) -> list[dict[str, Any]]:
-    """World events a prompt asks for (possibly none)."""
+    """World events a prompt asks for (possibly none), from the words of each clause."""
     if asks_for_words(text):
         return []
-    if negated(text):
-        return undoing(named_events(without_negation(text)))
-    return named_events(text)
+    events: list[dict[str, Any]] = []
+    for clause in clauses_of(text):
+        found = named_events(clause.reading)
+        events += undoing(found) if clause.undo else found
+    return distinct(events)
+
+
+def distinct(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` with each event once, in order."""
+    return [event for index, event in enumerate(events) if event not in events[:index]]
 
 
 def named_events(text: str) -> list[dict[str, Any]]:
-    """The events whose words the text names, negated or not."""
+    """The events whose words the text names, negated or not, in the order it names them."""
     words = re.findall(r"[a-z]+", text.lower())
-    events: list[dict[str, Any]] = []
     objects = [OBJECT_WORDS[word] for word in words if word in OBJECT_WORDS]
-    if objects and any(word in SPAWN_WORDS for word in words):
+    if objects:
+        if not SPAWN.search(text):
+            return []  # "the tree over there looks ancient" speaks of what is there, it asks for nothing
         color = next((COLOR_WORDS[word] for word in words if word in COLOR_WORDS), None)
         event: dict[str, Any] = {"kind": "spawn", "object": objects[0]}
         if color is not None:
             event["color"] = list(color)
-        events.append(event)
         # "a lantern appears" is about the lantern, not about light or the time of day.
-        return events
-    for kind, triggers in WEATHER_AND_TIME:
-        if any(word in triggers for word in words):
-            events.append({"kind": kind})
-            if kind == "clear":
-                break
-    return events
+        return [event]
+    taken: list[tuple[int, int, str]] = []  # (start, end, kind) of each span named
+    for kind, pattern in WEATHER_PATTERNS:
+        for found in pattern.finditer(text):
+            # A span a kind earlier in the table took ("sun up" for the dawn) is not the day's "sun" too.
+            if not any(start < found.end() and found.start() < end for start, end, _ in taken):
+                taken.append((found.start(), found.end(), kind))
+    kinds = [kind for _, _, kind in sorted(taken)]
+    if "clear" in kinds:
+        return [{"kind": "clear"}]  # "the fog should lift" names the fog to end it
+    return [{"kind": kind} for kind in dict.fromkeys(kinds)]

@@ -122,3 +122,41 @@ def test_the_player_acting_on_a_world_thing_changes_nothing(verb: str, thing: st
 )
 def test_an_aversion_asks_for_what_undoes_it(prompt: str, kind: str) -> None:
     assert events_from_prompt(prompt) == [{"kind": kind}]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("don't make it snow", []),
+        ("never let it rain here", []),
+        ("don't let it be dark any more", [{"kind": "day"}]),
+        ("no more fog, I can't see a thing", [{"kind": "clear"}]),
+        ("please stop the rain, I'm soaked", [{"kind": "clear"}]),
+        ("the mist should lift", [{"kind": "clear"}]),
+        ("the tower over there looks old", []),
+        ("moonlight, please", [{"kind": "night"}]),
+        ("let the sun come up", [{"kind": "dawn"}]),
+        ("thunder and lightning", [{"kind": "rain"}]),
+        ("plant an oak and make it dusk", [{"kind": "spawn", "object": "tree"}, {"kind": "night"}]),
+        ("a wolf shows up", [{"kind": "spawn", "object": "creature"}]),
+        ("turn off the snow", [{"kind": "clear"}]),
+        ("it's too bright", [{"kind": "night"}]),
+    ],
+)
+def test_the_words_and_the_grammar_of_a_clause_decide_before_any_example(
+    prompt: str, expected: list[dict[str, str]]
+) -> None:
+    # A threshold no wording reaches: what is found comes from the words of the vocabulary alone.
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.99))
+    assert classifier.events(prompt) == expected
+    assert events_from_prompt(prompt) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    opening=st.sampled_from(["don't", "do not", "never", "please don't"]),
+    verb=st.sampled_from(["make it", "let it", "bring", "summon"]),
+    thing=st.sampled_from(["snow", "rain", "night", "a tower", "fog", "a dragon"]),
+)
+def test_a_prohibition_asks_for_nothing(opening: str, verb: str, thing: str) -> None:
+    assert CLASSIFIER.events(f"{opening} {verb} {thing}") == []
