@@ -144,6 +144,7 @@ DISCLOSURE = re.compile(
 LEADING_GREETING = re.compile(
     r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day))\b(?:\s+there\b)?\s*[,!.:-]*\s*", re.I
 )
+SUPPOSING = re.compile(r"^(?:if|say|suppose|supposing|imagine|what if|when)\b", re.I)
 TAG_QUESTION = re.compile(
     r",\s*(?:have|has|did|do|does|can|could|would|will|is|are|was|were|what|where|who|any|you|right|isn't|don't|"
     r"didn't|eh)\b[^,]*\?$",
@@ -175,7 +176,10 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
     previous = ""
     for match in SENTENCE.finditer(player_message):
         # "I lost a glove by the stall, have you seen it?" tells something before it asks.
-        sentence = TAG_QUESTION.sub(".", LEADING_GREETING.sub("", match.group().strip()))
+        sentence = LEADING_GREETING.sub("", match.group().strip())
+        # "If I went missing, where would you send word?" supposes; it tells nothing.
+        if not SUPPOSING.match(sentence):
+            sentence = TAG_QUESTION.sub(".", sentence)
         words = sentence.split()
         kept = not (
             len(words) < 3 or sentence.endswith("?") or QUESTION_START.match(sentence) or SMALL_TALK.match(sentence)

@@ -46,10 +46,14 @@ NAME_WORDS = {"name", "names", "named", "called", "call", "who", "whom"}
 # Topic words and the words a player uses for the same thing when telling it.
 RELATED_WORDS = {
     "job": {"work", "trade", "living", "profession"}, "work": {"job", "trade", "living"},
-    "living": {"work", "job", "trade"}, "home": {"live", "house", "grew"}, "pet": {"dog", "cat", "bird", "parrot"},
+    "living": {"work", "job", "trade"}, "pet": {"dog", "cat", "bird", "parrot"},
     "drink": {"drink", "ale", "tea", "wine"}, "food": {"eat", "dish", "meal"}, "afraid": {"fear", "scared"},
     "fear": {"afraid", "scared"}, "scared": {"afraid", "fear"}, "boat": {"ship", "vessel"}, "ship": {"boat"},
-    "sibling": {"brother", "sister"}, "family": {"brother", "sister", "mother", "father", "wife", "husband"},
+    "sibling": {"brother", "sister"},
+    "family": {"brother", "sister", "mother", "father", "wife", "husband", "daughter", "son", "mum", "mam", "mom",
+               "dad", "grandmother", "grandfather", "granddaughter", "grandson", "aunt", "uncle", "cousin", "niece",
+               "nephew", "child", "children", "kid", "kids", "baby", "grandparent"},
+    "home": {"live", "house", "grew", "born", "raised"},
 }  # fmt: skip
 PLACE_WORDS = {"where", "town", "city", "village", "country", "place", "from", "live", "lived", "grew", "born"}
 NUMBER_WORDS = {"many", "old", "age", "year", "years", "much", "when", "number"}
@@ -119,9 +123,21 @@ LEADING_INTERJECTION = re.compile(
 )
 OWN_NAME = re.compile(
     r"\bmy\s+(?:own\s+)?name\b|\bwho (?:am i|i am)(?=\s*(?:[?.!,]|$|then\b|again\b|to you\b|really\b))|"
-    r"\bwhat am i called\b|\bcall me\b|"
-    r"\bwho (?:you're|you are) (?:talking|speaking) (?:to|with)\b|\b(?:remember|know|recognise|recognize) me\b",
+    r"\bwhat (?:am i|i'm|i am) called\b|\bcall me\b|"
+    r"\bwho (?:you're|you are|you've been|you have been) (?:talking|speaking|chatting) (?:to|with)\b|"
+    r"\b(?:remember|know|recognise|recognize) me\b",
     re.I,
+)
+# The question words, as typed: "who'll" and "wat" ask as "who" and "what" do.
+QUESTION_WORDS = {
+    "what": "what", "what's": "what", "whats": "what", "wat": "what", "who": "who", "who's": "who", "who'll": "who",
+    "who'd": "who", "whom": "who", "whose": "who", "where": "where", "where's": "where", "where'd": "where",
+    "which": "which", "why": "why", "when": "when", "how": "how",
+}  # fmt: skip
+# What a player asks of their own plans or permission ("what should I call you", "where can I sleep", "how do
+# I get up there") is no question about what they are or told; "how many" and "how old" are.
+ASKS_FOR_ADVICE = re.compile(
+    r"\b(?:should|shall|must|ought|can|could|may|might)\s+i\b|^how\b(?!\s+(?:many|much|old|long)\b)", re.I
 )
 # A question that asks the character to remember something, with or without "my" or "I": what it remembers
 # of this player is what the player told it.
@@ -187,7 +203,8 @@ def question_asked(text: str) -> str:
     what is my cat called?" -> "what is my cat called?"; a line that is all question stays as it is."""
     text = normalised(text).strip()
     asked = [match.group().strip() for match in SENTENCE.finditer(text) if match.group().strip().endswith("?")]
-    question = asked[-1] if asked else text
+    # "my bird. name. you know it?": a question mark after words that say nothing ends the whole line's question.
+    question = asked[-1] if asked and set(words(asked[-1])) - STOP_WORDS else text
     start = QUESTION_START.search(question)
     # Only what the player does or says of themselves comes before the question; "And her name, do you
     # remember it?" is one question throughout.
@@ -209,7 +226,10 @@ def stem(word: str) -> str:
 
 def is_question(text: str) -> bool:
     """A question by its mark or its opening, after an interjection ("so who am i then")."""
-    return bool(QUESTION_FORM.search(LEADING_INTERJECTION.sub("", normalised(text).strip())))
+    return any(
+        QUESTION_FORM.search(LEADING_INTERJECTION.sub("", candidate))
+        for candidate in (normalised(text).strip(), question_asked(text))
+    )
 
 
 def asks_about_the_player(question: str, previous: str = "") -> bool:
@@ -219,8 +239,11 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
     question = normalised(question)
     if not is_question(question):
         return False
+    asked = question_asked(question)
+    if ASKS_FOR_ADVICE.search(asked):
+        return False
     return (
-        bool(ABOUT_THE_PLAYER.search(question))
+        bool(ABOUT_THE_PLAYER.search(asked))
         or bool(OWN_NAME.search(question))
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )
@@ -235,9 +258,8 @@ def asks_to_remember(question: str) -> bool:
 def answer_kind(question: str) -> str:
     """What the question's own question word asks for; a clause after it ("when I can't sleep") does not count."""
     asked = words(question)
-    leading = next(
-        (word for word in asked if word in {"what", "what's", "who", "whom", "where", "when", "which", "how"}), ""
-    )
+    asked = [QUESTION_WORDS.get(word, word) for word in asked]
+    leading = next((word for word in asked if word in set(QUESTION_WORDS.values())), "")
     following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
     names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
     if leading == "where" or (not names_asked and set(asked) & {"town", "city", "village", "country", "from"}):

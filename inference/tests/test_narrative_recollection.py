@@ -191,3 +191,36 @@ def test_where_the_player_comes_from_is_else_the_named_place_they_live_or_work_i
     memories = ["I mend fishing gear for a living, over in Saltcombe on the mainland.", "I mended a hole in my cloak."]
     assert recollected("And where did I say I'd come over from?", memories)[1] == "Saltcombe"
     assert recollected("Where am I from?", ["I mended a hole in my cloak.", "I walked along the beach."]) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("And my aunt, what was her name? It's gone clean out of my head.", "Rosalind"),
+        ("my horse. name. you remember?", "Bramble"),
+        ("Who'll be waiting up for me at home, do you reckon?", "Rosalind"),
+    ],
+)
+def test_a_question_followed_by_a_remark_or_typed_in_pieces_is_still_asked(question: str, answer: str) -> None:
+    memories = [
+        "My aunt Rosalind keeps house for me in Dunmere.",
+        "I ride a grey mare called Bramble.",
+        "I walked along the beach and watched the gulls.",
+    ]
+    found = recollected(question, memories)
+    assert found is not None and found[1] == answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What should I call you?", "where can I get a hot meal?", "How do I get up to the lamp room?"],
+)
+def test_asking_for_advice_or_permission_is_no_question_about_the_player(question: str) -> None:
+    assert not asks_about_the_player(question)
+
+
+def test_a_supposition_tells_nothing_to_remember() -> None:
+    assert extract_memories("If I went missing out here, where would you send word?", turn=1) == []
+    assert [memory.text for memory in extract_memories("I lost a glove by the stall, have you seen it?", turn=1)] == [
+        "I lost a glove by the stall."
+    ]
