@@ -137,9 +137,9 @@ class ChoiceConfig:
     """How many rewrites to sample and what a good choice measures."""
 
     # Rewrites sampled per destination, as one batch. The backend reads the prompt once per row, so each row
-    # costs a prompt's reading, and the player waits for the whole beat: enough rows to find a good rewrite,
-    # no more.
-    candidates_per_destination: int = 3
+    # costs a prompt's reading, and the player waits for the whole beat: enough rows that a rewrite passing
+    # every check is usually among them (about half of a small model's rewrites fail one), no more.
+    candidates_per_destination: int = 6
     min_words: int = 2
     max_words: int = 10
     # MiniLM cosine to the scene and the destination. Short commands score low against a long scene: the
