@@ -113,7 +113,8 @@ def test_each_authored_choice_is_rewritten_and_keeps_its_destination() -> None:
         {"text": "Force the rusty door open", "to": "stair"},
         {"text": "Search the cellar behind the barrel", "to": "brick"},
     )
-    assert [(count, tokens) for _, count, tokens in model.requests] == [(3, 10), (3, 10)]
+    batch = LENIENT.candidates_per_destination
+    assert [(count, tokens) for _, count, tokens in model.requests] == [(batch, 10), (batch, 10)]
     assert "stone stair" in model.requests[0][0][-2]["content"]  # the rewrite is told where it leads
 
 
