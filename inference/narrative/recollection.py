@@ -42,7 +42,7 @@ ABOUT_THE_PLAYER = re.compile(r"\b(my|mine|i|me|i'm|i've|i'd|myself)\b", re.I)
 # "And her name?" after "What does my wife do?": the pronoun is someone of the player's the last line named.
 SOMEONE_MENTIONED = re.compile(r"\b(her|his|their|she|he|they|them|him)\b", re.I)
 # Words that say what kind of answer is wanted, not what it is about.
-NAME_WORDS = {"name", "names", "named", "called", "call", "who", "whom"}
+NAME_WORDS = {"name", "names", "named", "called", "call", "calling", "who", "whom"}
 # Topic words and the words a player uses for the same thing when telling it.
 RELATED_WORDS = {
     "job": {"work", "trade", "living", "profession"}, "work": {"job", "trade", "living"},
@@ -148,6 +148,12 @@ QUESTION_START = re.compile(
 )
 # What follows the question and only explains it: "…, because I have been walking all day".
 RAMBLE = re.compile(r"\s*(?:,|\s)\s*(?:because|since|cause|cos|as i|i mean|like i said)\b.*$", re.I)
+# Where one clause of a sentence ends and another begins: "…called Pickle, and I came over…", "Mum's name is
+# Delphine and she'll be worrying…", "My name's Tomasz, nice to meet you".
+CLAUSE_BREAK = re.compile(
+    r"\s*[;,:]\s*(?:and|but|so|though)?\s*|\s+(?:and|but|so)\s+(?=(?:i|i'm|i've|i'd|my|she|he|they|we|it)\b)", re.I
+)
+CLAUSE_SUBJECT = re.compile(r"^(?:i|i'm|i've|i'd|my|mum's|dad's|[A-Z][a-z]+'s)\b", re.I)
 # The player speaking of themselves ("I keep bees", "Biscuit is my dog's name", "Thunder frightens me").
 SELF_WORD = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|me|myself)\b", re.I)
 # What the player has is theirs as much as what they call "my": "I've got a dog" makes "my dog" an anchor.
@@ -337,7 +343,21 @@ def sentences_of(memories: Sequence[str]) -> list[str]:
 def statement_of(sentence: str, answer: str, question: str, kind: str) -> str:
     if kind == NAME and OWN_NAME.search(question):
         return f"Your name is {answer}."
-    return to_second_person(sentence)
+    # A thing's span is a guess at its noun phrase ("them" in "my gran made them"); a name, a place or a number
+    # is the answer itself, and its clause says it.
+    return to_second_person(sentence if kind == THING else clause_with(sentence, answer))
+
+
+def clause_with(sentence: str, answer: str) -> str:
+    """The clause of `sentence` that holds `answer`, as a sentence of its own: asked for the dog's name, "I've
+    got a terrier called Pickle, and I came over from Kraków." is answered by its first clause alone, which
+    says the answer without saying back the whole line. The sentence itself when no clause of it stands alone."""
+    clauses = [clause.strip() for clause in CLAUSE_BREAK.split(sentence.rstrip(".!?")) if clause.strip()]
+    holding = [clause for clause in clauses if answer and answer in clause and len(clause.split()) >= 3]
+    if len(clauses) < 2 or not holding or not CLAUSE_SUBJECT.match(holding[0]):
+        return sentence
+    clause = holding[0]
+    return f"{clause[:1].upper()}{clause[1:]}."
 
 
 def recollect(

@@ -38,6 +38,13 @@ ASSISTANT_OPENINGS = re.compile(
 NOT_PROSE = re.compile(r"\{\{|\}\}|<START>|https?://|www\.|^\s*[#*-]\s|\b(user|assistant|system)\s*:", re.I | re.M)
 WORD = re.compile(r"[A-Za-z']+")
 # A sentence that ends on one of these stopped before its point ("I'm.", "You'll find it on the.").
+# Capitalised words any speaker of English may use without the world naming them first.
+EVERYDAY_CAPITALISED = {
+    "i", "i'm", "i've", "i'd", "i'll", "god", "gods", "sir", "madam", "miss", "mister", "mr", "mrs", "ma'am", "lord",
+    "lady", "aye", "nay", "oh", "ah", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december", "christmas", "english",
+}  # fmt: skip
 DANGLING_ENDINGS = {
     "i'm", "you're", "it's", "i", "the", "a", "an", "to", "of", "and", "or", "but", "my", "your", "with", "because",
     "if", "than", "as",
@@ -64,6 +71,9 @@ class ReplyContext:
     last_reply: str = ""
     player_name: str = ""
     player_line: str = ""  # what the player just said, which a reply must not say back as its own
+    # Lower-case words of everything the model was given (the world, the persona, lore, memories, the talk so
+    # far): a name outside them is one the model brought from its training text. None leaves names unchecked.
+    known_words: frozenset[str] | None = None
 
 
 def sentences_of(text: str) -> list[str]:
@@ -104,11 +114,24 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("a run-on word")
     if said[-1] in DANGLING_ENDINGS:
         problems.append("breaks off mid-phrase")
+    if context.known_words is not None and (strangers := unknown_names(sentence, context.known_words)):
+        problems.append(f"names what the world never mentions: {', '.join(strangers)}")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
     if echoes(sentence, context.player_line, config):
         problems.append("echoes the player's words")
     return problems
+
+
+def unknown_names(sentence: str, known_words: frozenset[str]) -> list[str]:
+    """Capitalised words after a sentence's first that nothing the model was given uses ("in Tokyo, Japan",
+    "Zadie"): a small model's web text showing through a character."""
+    tokens = WORD.findall(sentence)
+    return [
+        token
+        for token in tokens[1:]
+        if token[:1].isupper() and token.lower() not in known_words and token.lower() not in EVERYDAY_CAPITALISED
+    ]
 
 
 def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:

@@ -39,7 +39,13 @@ from inference.narrative.prompting import (
     stream_reply,
 )
 from inference.narrative.recollection import asks_about_the_player, recollect
-from inference.narrative.reply_checks import ReplyContext, creator_lines, sentence_problems, sentences_of
+from inference.narrative.reply_checks import (
+    ReplyContext,
+    creator_lines,
+    sentence_problems,
+    sentences_of,
+    world_words_of,
+)
 from inference.narrative.safety import refused_terms
 from inference.narrative.setting import CastMember, Setting
 from inference.play.state_machine import Job
@@ -199,7 +205,13 @@ class Narrator:
         link.send(SessionDebugPrompt(session=job.session, character=name, sections=prompt.sections, messages=messages))
         replies = [message["content"] for message in history if message["role"] == "assistant"]
         last_reply = replies[-1] if replies else ""
-        context = ReplyContext(setting.world_words, last_reply=last_reply, player_name=player_name, player_line=said)
+        context = ReplyContext(
+            setting.world_words,
+            last_reply=last_reply,
+            player_name=player_name,
+            player_line=said,
+            known_words=setting.world_words | world_words_of([message["content"] for message in messages]),
+        )
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
             shown = [self.creator_line(member, query, known, replies[-2:], player_name)]

@@ -29,10 +29,7 @@ def test_a_summary_that_repeats_its_source_is_no_rival() -> None:
         "I grew up in Tarsk, a village in the hills.",
         "I walked to the harbour today.",
     ]
-    assert recollected("Remind me where I grew up?", memories) == (
-        "You grew up in Tarsk, a village in the hills.",
-        "Tarsk",
-    )
+    assert recollected("Remind me where I grew up?", memories) == ("You grew up in Tarsk.", "Tarsk")
 
 
 def test_my_name_is_the_players_own_name_not_another_name_they_said() -> None:
@@ -224,3 +221,16 @@ def test_a_supposition_tells_nothing_to_remember() -> None:
     assert [memory.text for memory in extract_memories("I lost a glove by the stall, have you seen it?", turn=1)] == [
         "I lost a glove by the stall."
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "statement"),
+    [
+        ("what was I calling my dog earlier?", "You've got a scruffy terrier at home called Pickle."),
+        ("And where did I say I'd come over from?", "You came over here from Kraków."),
+    ],
+)
+def test_the_clause_that_holds_the_answer_is_said_not_the_players_whole_line(question: str, statement: str) -> None:
+    memories = ["A bit about me: I've got a scruffy terrier at home called Pickle, and I came over here from Kraków."]
+    found = recollected(question, memories)
+    assert found is not None and found[0] == statement

@@ -83,3 +83,13 @@ def test_the_players_question_said_back_is_refused() -> None:
     context = ReplyContext(world_words=frozenset(), player_line="Do you have to climb them every single night?")
     assert sentence_problems("Do you have to climb every step?", context) == ["echoes the player's words"]
     assert sentence_problems("Every night, all 112 of them.", context) == []
+
+
+def test_a_name_nothing_the_model_was_given_uses_is_refused_where_names_are_checked() -> None:
+    known = frozenset({"eve", "the", "lighthouse", "aldo", "on", "pier"})
+    checked = ReplyContext(world_words=frozenset(), known_words=known)
+    assert any(
+        "never mentions: Tokyo, Japan" in problem for problem in sentence_problems("I was in Tokyo, Japan.", checked)
+    )
+    assert sentence_problems("Aldo waits on the pier, Sir, every Sunday.", checked) == []
+    assert sentence_problems("I was in Tokyo.", ReplyContext(world_words=frozenset())) == []
