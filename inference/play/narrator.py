@@ -214,7 +214,10 @@ class Narrator:
         )
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
-            shown = [self.creator_line(member, query, known, replies[-2:], player_name)]
+            # Once the talk has begun, the greeting and any line already said would read as the character
+            # starting over.
+            said_before = [*replies, member.greeting] if replies else []
+            shown = [self.creator_line(member, query, known, said_before, player_name)]
             link.send(SessionCharacterLine(session=job.session, character=name, text=shown[0], final=False))
         reply = " ".join(shown)
         link.send(SessionCharacterLine(session=job.session, character=name, text="", final=True))
@@ -304,7 +307,7 @@ class Narrator:
         self, member: CastMember, query: np.ndarray, known: list[Fact], recent_replies: list[str], player_name: str
     ) -> str:
         """The creator's words closest to what the player said (`query`, (D,)): one of the character's own
-        lines or something it knows, other than its last two replies."""
+        lines or something it knows, other than `recent_replies`."""
         lines = creator_lines(
             name=member.sheet.name,
             greeting=member.greeting,

@@ -14,6 +14,7 @@ from inference.engine import RaycastEngine
 from inference.language.embedding import HashedWordsEmbedder
 from inference.language.local import LocalLanguageModel, LocalModelConfig
 from inference.language.tiny import write_tiny_model
+from inference.narrative.setting import Setting
 from inference.play.host import CONVERSATION, Job, SessionHost
 from inference.play.narrator import Narrator
 from inference.protocol import (
@@ -398,3 +399,22 @@ def test_the_narrators_own_line_is_checked_like_a_characters() -> None:
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
     assert model.asked == 3
     assert [message.text for message in link.of_type(SessionNarration)] == ["Nothing in the world answers that yet."]
+
+
+def test_a_creators_line_already_said_is_not_said_again_in_place_of_a_failed_reply() -> None:
+    model = Repeating("Purple moon cars sing loudly over distant mountains tonight. ")
+    narrator = Narrator(HashedWordsEmbedder(), lambda: model)
+    setting = Setting.from_message(docks_narrative())
+    member = setting.cast["Eve"]
+    link = RecordingLink()
+    history: list[dict[str, str]] = []
+    for sequence in range(1, 6):
+        data = {"character": member, "text": "welcome docks harbour", "sequence": sequence, "speaker": None}
+        data |= {"history": list(history), "beat": None, "flags": [], "revealed_clues": []}
+        before = len(link.sent)
+        narrator.reply(Job("reply", "s", setting, data), link)
+        reply = " ".join(m.text for m in link.sent[before:] if isinstance(m, SessionCharacterLine) and m.text)
+        history += [{"role": "user", "content": "welcome docks harbour"}, {"role": "assistant", "content": reply}]
+    replies = [message["content"] for message in history if message["role"] == "assistant"]
+    assert replies[0] == "Welcome to the docks."  # the first turn may open with the greeting
+    assert len(set(replies)) == 5  # after it, the greeting and what was said are not said again
