@@ -74,6 +74,7 @@ class ReplyContext:
     # Lower-case words of everything the model was given (the world, the persona, lore, memories, the talk so
     # far): a name outside them is one the model brought from its training text. None leaves names unchecked.
     known_words: frozenset[str] | None = None
+    character_name: str = ""  # who speaks: a line that opens by calling them by name speaks to the wrong one
 
 
 def sentences_of(text: str) -> list[str]:
@@ -110,6 +111,10 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("an assistant's voice")
     if NOT_PROSE.search(sentence) or (context.player_name and sentence.startswith(f"{context.player_name}:")):
         problems.append("not a line of speech")
+    if context.character_name and re.match(
+        rf"^\W*(?:dear|hello|hi|hey|oh)?\s*{re.escape(context.character_name)}\b\s*[,!:]", sentence, re.I
+    ):
+        problems.append("speaks to the character itself")
     if max(len(word) for word in said) > config.max_word_length:
         problems.append("a run-on word")
     if said[-1] in DANGLING_ENDINGS:

@@ -211,6 +211,7 @@ class Narrator:
             player_name=player_name,
             player_line=said,
             known_words=setting.world_words | world_words_of([message["content"] for message in messages]),
+            character_name=name,
         )
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:

@@ -93,3 +93,10 @@ def test_a_name_nothing_the_model_was_given_uses_is_refused_where_names_are_chec
     )
     assert sentence_problems("Aldo waits on the pier, Sir, every Sunday.", checked) == []
     assert sentence_problems("I was in Tokyo.", ReplyContext(world_words=frozenset())) == []
+
+
+def test_a_line_that_calls_the_speaker_by_their_own_name_is_refused() -> None:
+    context = ReplyContext(world_words=frozenset(), character_name="Eve")
+    assert "speaks to the character itself" in sentence_problems("Eve, a pleasure to meet you.", context)
+    assert "speaks to the character itself" in sentence_problems("Dear Eve, Wednesday is here.", context)
+    assert sentence_problems("Evening falls, and I am Eve, the keeper.", context) == []
