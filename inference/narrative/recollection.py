@@ -134,6 +134,7 @@ QUESTION_WORDS = {
     "who'd": "who", "whom": "who", "whose": "who", "where": "where", "where's": "where", "where'd": "where",
     "which": "which", "why": "why", "when": "when", "how": "how",
 }  # fmt: skip
+QUESTION_WORD_BASES = frozenset(QUESTION_WORDS.values())
 # What a player asks of their own plans or permission ("what should I call you", "where can I sleep", "how do
 # I get up there") is no question about what they are or told; "how many" and "how old" are.
 ASKS_FOR_ADVICE = re.compile(
@@ -263,9 +264,8 @@ def asks_to_remember(question: str) -> bool:
 
 def answer_kind(question: str) -> str:
     """What the question's own question word asks for; a clause after it ("when I can't sleep") does not count."""
-    asked = words(question)
-    asked = [QUESTION_WORDS.get(word, word) for word in asked]
-    leading = next((word for word in asked if word in set(QUESTION_WORDS.values())), "")
+    asked = [QUESTION_WORDS.get(word, word) for word in words(question)]
+    leading = next((word for word in asked if word in QUESTION_WORD_BASES), "")
     following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
     names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
     if leading == "where" or (not names_asked and set(asked) & {"town", "city", "village", "country", "from"}):

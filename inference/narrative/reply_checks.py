@@ -37,7 +37,6 @@ ASSISTANT_OPENINGS = re.compile(
 )
 NOT_PROSE = re.compile(r"\{\{|\}\}|<START>|https?://|www\.|^\s*[#*-]\s|\b(user|assistant|system)\s*:", re.I | re.M)
 WORD = re.compile(r"[A-Za-z']+")
-# A sentence that ends on one of these stopped before its point ("I'm.", "You'll find it on the.").
 # Capitalised words any speaker of English may use without the world naming them first.
 EVERYDAY_CAPITALISED = {
     "i", "i'm", "i've", "i'd", "i'll", "god", "gods", "sir", "madam", "miss", "mister", "mr", "mrs", "ma'am", "lord",
@@ -45,6 +44,7 @@ EVERYDAY_CAPITALISED = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
     "december", "christmas", "english",
 }  # fmt: skip
+# A sentence that ends on one of these stopped before its point ("I'm.", "You'll find it on the.").
 DANGLING_ENDINGS = {
     "i'm", "you're", "it's", "i", "the", "a", "an", "to", "of", "and", "or", "but", "my", "your", "with", "because",
     "if", "than", "as",
