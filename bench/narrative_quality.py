@@ -23,13 +23,16 @@ and importance).
 
 Every reply and choice pair scored is written verbatim to bench/results/narrative_eval_transcripts.md.
 --quick (CI) plays the first conversation of each part without its small talk, three memory cases and four
-beats; hooks and world prompts always run whole.
+beats; hooks and world prompts always run whole. The two parts run side by side, a process each.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -313,39 +316,54 @@ def choice_figures(embedder: Embedder, model: LanguageModel, directory: Path, qu
     return scored
 
 
-def run(quick: bool) -> dict[str, float]:
+def part_figures(suffix: str, quick: bool) -> tuple[dict[str, float], list[str], list[float]]:
+    """One part's figures (keys with `suffix`), its transcript sections and its first-line seconds, with the
+    models loaded in this process."""
     django_ready()  # lore is activated by the platform's own selector
     embedder = default_embedder()
     model = default_model()
     narrator = Narrator(embedder, lambda: model)
+    directory = PARTS[suffix]
+    part = "untouched" if not suffix else "tuning"
+    memory, character, transcript, seconds = conversation_figures(narrator, directory, quick)
+    cases = memory_case_figures(narrator, directory, 3 if quick else None)
+    branch, fallback = hook_figures(embedder, model, directory)
+    prompts = prompt_figures(embedder, directory)
+    choices = choice_figures(embedder, model, directory, quick)
+    figures = {
+        f"memory_use_rate{suffix}": (memory.passed + cases.passed) / max(memory.total + cases.total, 1),
+        f"reply_in_character_rate{suffix}": character.rate,
+        f"hook_branch_accuracy{suffix}": branch.rate,
+        f"hook_fallback_accuracy{suffix}": fallback.rate,
+        f"prompt_event_accuracy{suffix}": prompts.rate,
+        f"choice_pair_pass_rate{suffix}": choices.rate,
+    }
+    sections = [f"\n## The {part} part\n", "\n### Conversations", *transcript]
+    for title, scored in (
+        ("Memory: conversations", memory),
+        ("Memory: cases", cases),
+        ("In character", character),
+        ("Hooks: branches", branch),
+        ("Hooks: no branch", fallback),
+        ("World prompts", prompts),
+        ("Choice pairs", choices),
+    ):
+        sections += [f"\n### {title}: {scored.passed} of {scored.total}\n", *scored.transcript]
+    return figures, sections, seconds
+
+
+def run(quick: bool) -> dict[str, float]:
+    # The parts are independent and each runs on one torch thread, so they run side by side, a process each.
+    workers = max(1, min(len(PARTS), os.cpu_count() or 1))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        parts = list(pool.map(part_figures, PARTS, [quick] * len(PARTS)))
     figures: dict[str, float] = {}
     sections: list[str] = ["# Narrative evaluation transcripts\n"]
     first_line_seconds: list[float] = []
-    for suffix, directory in PARTS.items():
-        part = "untouched" if not suffix else "tuning"
-        memory, character, transcript, seconds = conversation_figures(narrator, directory, quick)
+    for found, part_sections, seconds in parts:
+        figures |= found
+        sections += part_sections
         first_line_seconds += seconds
-        cases = memory_case_figures(narrator, directory, 3 if quick else None)
-        branch, fallback = hook_figures(embedder, model, directory)
-        prompts = prompt_figures(embedder, directory)
-        choices = choice_figures(embedder, model, directory, quick)
-        figures[f"memory_use_rate{suffix}"] = (memory.passed + cases.passed) / max(memory.total + cases.total, 1)
-        figures[f"reply_in_character_rate{suffix}"] = character.rate
-        figures[f"hook_branch_accuracy{suffix}"] = branch.rate
-        figures[f"hook_fallback_accuracy{suffix}"] = fallback.rate
-        figures[f"prompt_event_accuracy{suffix}"] = prompts.rate
-        figures[f"choice_pair_pass_rate{suffix}"] = choices.rate
-        sections += [f"\n## The {part} part\n", "\n### Conversations", *transcript]
-        for title, scored in (
-            ("Memory: conversations", memory),
-            ("Memory: cases", cases),
-            ("In character", character),
-            ("Hooks: branches", branch),
-            ("Hooks: no branch", fallback),
-            ("World prompts", prompts),
-            ("Choice pairs", choices),
-        ):
-            sections += [f"\n### {title}: {scored.passed} of {scored.total}\n", *scored.transcript]
     if first_line_seconds:
         figures["reply_first_line_ms_p50_eval"] = float(np.median(first_line_seconds) * 1000)
     RESULTS.mkdir(exist_ok=True)

@@ -128,8 +128,11 @@ def retrieve(arrays: MemoryArrays, query: np.ndarray, now_turn: int, config: Ret
 
 # Rules for extraction and importance: what the player says about themselves or the world is worth keeping.
 SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# "When I was young I lived in Tarsk" tells what happened; "when" opens a question or a supposition otherwise.
+WHEN_ASKING = r"when(?!\s+(?:i|we)\s+(?:was|were|had|used|lived|grew|left)\b)"
 QUESTION_START = re.compile(
-    r"^(what|who|where|when|why|how|which|do|does|did|is|are|was|were|can|could|will|would|should|have|has)\b", re.I
+    rf"^(what|who|where|{WHEN_ASKING}|why|how|which|do|does|did|is|are|was|were|can|could|will|would|should|have|has)\b",
+    re.I,
 )
 SMALL_TALK = re.compile(
     r"^(hi|hello|hey|thanks|thank you|ok|okay|yes|no|sure|bye|goodbye|good (morning|night))\b", re.I
@@ -144,7 +147,7 @@ DISCLOSURE = re.compile(
 LEADING_GREETING = re.compile(
     r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day))\b(?:\s+there\b)?\s*[,!.:-]*\s*", re.I
 )
-SUPPOSING = re.compile(r"^(?:if|say|suppose|supposing|imagine|what if|when)\b", re.I)
+SUPPOSING = re.compile(rf"^(?:if|say|suppose|supposing|imagine|what if|{WHEN_ASKING})\b", re.I)
 TAG_QUESTION = re.compile(
     r",\s*(?:have|has|did|do|does|can|could|would|will|is|are|was|were|what|where|who|any|you|right|isn't|don't|"
     r"didn't|eh)\b[^,]*\?$",

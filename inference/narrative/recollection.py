@@ -233,10 +233,12 @@ def stem(word: str) -> str:
 
 def is_question(text: str) -> bool:
     """A question by its mark or its opening, after an interjection ("so who am i then")."""
-    return any(
-        QUESTION_FORM.search(LEADING_INTERJECTION.sub("", candidate))
-        for candidate in (normalised(text).strip(), question_asked(text))
-    )
+    return reads_as_question(normalised(text).strip(), question_asked(text))
+
+
+def reads_as_question(line: str, asked: str) -> bool:
+    """Whether a normalised line, or the question cut out of it (`question_asked`), is put as a question."""
+    return any(QUESTION_FORM.search(LEADING_INTERJECTION.sub("", candidate)) for candidate in (line, asked))
 
 
 def asks_about_the_player(question: str, previous: str = "") -> bool:
@@ -244,10 +246,8 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
     remember who you're talking to?"), or about someone of theirs that the player's previous line
     (`previous`) named ("And her name?")."""
     question = normalised(question)
-    if not is_question(question):
-        return False
     asked = question_asked(question)
-    if ASKS_FOR_ADVICE.search(asked):
+    if not reads_as_question(question.strip(), asked) or ASKS_FOR_ADVICE.search(asked):
         return False
     return (
         bool(ABOUT_THE_PLAYER.search(asked))

@@ -221,6 +221,10 @@ def test_a_supposition_tells_nothing_to_remember() -> None:
     assert [memory.text for memory in extract_memories("I lost a glove by the stall, have you seen it?", turn=1)] == [
         "I lost a glove by the stall."
     ]
+    assert extract_memories("When I'm gone back inland, where will you send my letters?", turn=1) == []
+    assert [memory.text for memory in extract_memories("When I was young I lived in Tarsk, have you been?", turn=1)] == [
+        "When I was young I lived in Tarsk."
+    ]
 
 
 @pytest.mark.parametrize(
