@@ -47,7 +47,9 @@ SPAWN = re.compile(
     r"\b(?:appear\w*|spawn\w*|summon\w*|conjure\w*|raise[sd]?|rais(?:es|ing)|rises?|rising|grow\w*|build\w*|place"
     r"|put|create\w*|add|emerge\w*|materiali[sz]e\w*|arrives?|plant\w*|sprout\w*|show(?:s|ed)? up|pop(?:s|ped)? up"
     r"|turn(?:s|ed)? up|make|give me|bring\w*|want|wish|need|there(?:'s| is| are| be)|let there|erect\w*|set up"
-    r"|drop|produce|manifest\w*|hang\w*|hung|set|install\w*|let)\b",
+    r"|drop|produce|manifest\w*|hang\w*|hung|set|install\w*|let"
+    r"|(?:com(?:e|es|ing)|wander(?:s|ing)?|trot(?:s|ting)?|fl(?:y|ies|ying)|creep(?:s|ing)?|drift(?:s|ing)?)"
+    r"\s+(?:\w+ing\s+)?(?:in|out|along|by|over|here|up|past|down|into view))\b",
     re.IGNORECASE,
 )
 OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
@@ -69,15 +71,19 @@ COLOR_WORDS: dict[str, tuple[int, int, int]] = {
 }  # fmt: skip
 
 
-# The event that undoes each kind; a kind missing here has none.
-UNDOING: dict[str, str] = {"snow": "clear", "rain": "clear", "fog": "clear", "night": "day", "day": "night"}
+# The event that undoes each kind; a kind missing here has none. Clearing is an ending already: "clear the fog
+# away" negates what it ends twice over.
+UNDOING: dict[str, str] = {
+    "snow": "clear", "rain": "clear", "fog": "clear", "night": "day", "day": "night", "clear": "clear"
+}  # fmt: skip
 NEGATION = re.compile(
     r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
-    r"go(?:es)? away|away|get rid of|rid of|remove|banish|dispel|disperse|cease|halt|(?:disappear|vanish)\w*(?=\W*$)|"
+    r"go(?:es)? away|away|get rid of|eas(?:e|es|ing) off|di(?:e|es|ing) down|let(?:s|ting)? up|blow(?:s|ing)? over|"
+    r"rid of|remove|banish|dispel|disperse|cease|halt|(?:disappear|vanish)\w*(?=\W*$)|"
     r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont|"
     r"(?:sick|tired|weary) of|fed up with|had enough of|hate|can't stand|out of here|be gone|begone|away with|"
     r"chase (?:off|out)|drive (?:off|out)|(?:turn|switch|shut)(?:s|ed)? off|"
-    r"too (?=(?:dark|bright|foggy|misty|hazy|murky|gloomy|snowy|rainy|wet|sunny|cloudy|light)\b))\b",
+    r"too much|too (?=(?:dark|bright|foggy|misty|hazy|murky|gloomy|snowy|rainy|wet|sunny|cloudy|light)\b))\b",
     re.IGNORECASE,
 )
 # A question word first ("what if" and "how about" propose, they do not ask), or a verb before its subject.
@@ -99,9 +105,15 @@ TELLING = re.compile(
 
 # A question that asks for a change rather than about one: "could it be daytime?", "can we have some snow?",
 # "can you make the fog go away?". "will it snow?" and "could it get any darker?" still only ask.
+# "can the snow stop now?" and "could a fox wander in?" ask as much, with the world's thing as the subject;
+# "will the fog lift?" only asks what will happen.
 REQUESTING = re.compile(
-    r"^(?:please\s+)?(?:can|could|would|will|may)\s+(?:you|we|it|i|there)\s+(?:please\s+)?(?:not\s+)?"
-    r"(?:make|have|get|be|turn|bring|let|become|change|stop|start|give|summon|conjure|spawn|build|put)\b"
+    r"^(?:please\s+)?(?:(?:can|could|would|will|may)\s+(?:you|we|it|i|there)\s+(?:please\s+)?(?:not\s+)?"
+    r"(?:make|have|get|be|turn|bring|let|become|change|stop|start|give|summon|conjure|spawn|build|put|grow|plant"
+    r"|raise|add|create|send|clear|lift|end)\b"
+    r"|(?:can|could)\s+(?:the|this|that|a|an|some|another)\s+(?:\w+\s+){0,2}?"
+    r"(?:stop|end|go|lift|clear|come|appear|show|grow|arrive|wander|trot|fly|creep|drift|turn|become|start|fall"
+    r"|roll|rise|set|ease|die|let|blow|melt|fade)\w*\b)"
     r"(?!.*\bany\s+\w+er\b)",
     re.IGNORECASE,
 )
@@ -179,6 +191,22 @@ PROHIBITION = re.compile(
     re.IGNORECASE,
 )
 CESSATION = re.compile(r"\b(?:any ?more|no more|no longer|stop\w*|end|away)\b", re.IGNORECASE)
+# A clause after the first that says when or how ("make it early morning, just as the sun's peeking over the
+# edge") paints the change already asked for; it asks for no other.
+ELABORATION = re.compile(r"^(?:just\s+|right\s+)?(?:as|when|while|like|until|till|so that|because|since)\b", re.I)
+# "this fog is kind of beautiful" speaks of the weather there is; "this rain is too much" and "the fog is
+# lifting" still ask for a change.
+REMARK_ON_WEATHER = re.compile(
+    r"^(?:all\s+)?(?:this|that|these|those)\s+\w+\s+(?:is|'s|was|looks|seems|feels|makes)\b"
+    r"(?!.*\b(?:too|so much|enough|lift\w*|clear\w*|go\w*|gone|stop\w*|end\w*|fad\w*|thin\w*)\b)",
+    re.IGNORECASE,
+)
+# Said to someone on parting or meeting, "good night, Odo" wishes no night; whom it is said to goes with it.
+GREETING = re.compile(
+    r"^(?:good\s*(?:night|morning|evening|afternoon|day)|g'?night|nighty[- ]night)\b"
+    r"(?:\s*,?\s*[\w']+\s*[!.]*\s*$)?\W*",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -193,11 +221,12 @@ class Clause:
 def clauses_of(text: str) -> list[Clause]:
     """The clauses of a prompt that may ask for a change. A clause after the first that is the player's own
     remark ("no more fog, I can't see a thing") or a question asks for nothing, nor does a prohibition."""
-    text = text.replace("\u2019", "'").strip()
+    text = GREETING.sub("", text.replace("\u2019", "'").strip())
     found: list[Clause] = []
     for index, clause in enumerate(part for part in CLAUSE_SPLIT.split(text) if part and re.search(r"\w", part)):
         forbids = PROHIBITION.match(OPENING.sub("", clause)) and not CESSATION.search(clause)
-        if forbids or (index > 0 and asks_for_words(clause)):
+        said_in_passing = REMARK_ON_WEATHER.match(clause) or (index > 0 and ELABORATION.match(clause))
+        if forbids or said_in_passing or (index > 0 and asks_for_words(clause)):
             continue
         if negated(clause):
             reading = without_negation(clause)
@@ -224,12 +253,23 @@ def distinct(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [event for index, event in enumerate(events) if event not in events[:index]]
 
 
+# A thing named as on a list ("first a tree, then a tower next to it", "another lantern please") is asked for;
+# "a tree over there looks ancient" says more than where it is, and is a remark.
+LISTED_THING = re.compile(
+    r"^(?:(?:first|then|and|also|next|now|plus|just|oh|maybe)\s+)*(?:a|an|another|some|one more|more|two|three|\d+)"
+    r"\s+(?:[a-z]+\s+){0,2}?[a-z]+"
+    r"(?:\s+(?:here|there|over there|nearby|please|too|as well|next to (?:it|that|this|me|the \w+)"
+    r"|(?:by|near|beside|in|on|at) the \w+|to the (?:left|right)))*\W*$",
+    re.IGNORECASE,
+)
+
+
 def named_events(text: str) -> list[dict[str, Any]]:
     """The events whose words the text names, negated or not, in the order it names them."""
     words = re.findall(r"[a-z]+", text.lower())
     objects = [OBJECT_WORDS[word] for word in words if word in OBJECT_WORDS]
     if objects:
-        if not SPAWN.search(text):
+        if not SPAWN.search(text) and not LISTED_THING.match(text):
             return []  # "the tree over there looks ancient" speaks of what is there, it asks for nothing
         color = next((COLOR_WORDS[word] for word in words if word in COLOR_WORDS), None)
         event: dict[str, Any] = {"kind": "spawn", "object": objects[0]}
@@ -244,6 +284,8 @@ def named_events(text: str) -> list[dict[str, Any]]:
             if not any(start < found.end() and found.start() < end for start, end, _ in taken):
                 taken.append((found.start(), found.end(), kind))
     kinds = [kind for _, _, kind in sorted(taken)]
-    if "clear" in kinds:
+    if "clear" in kinds and set(kinds) & {"snow", "rain", "fog"}:
         return [{"kind": "clear"}]  # "the fog should lift" names the fog to end it
+    if "clear" in kinds and set(kinds) & {"night", "dawn", "day"}:
+        kinds.remove("clear")  # "a bright sunny afternoon" is the afternoon, "sunny" only paints it
     return [{"kind": kind} for kind in dict.fromkeys(kinds)]

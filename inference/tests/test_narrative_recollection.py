@@ -222,9 +222,8 @@ def test_a_supposition_tells_nothing_to_remember() -> None:
         "I lost a glove by the stall."
     ]
     assert extract_memories("When I'm gone back inland, where will you send my letters?", turn=1) == []
-    assert [memory.text for memory in extract_memories("When I was young I lived in Tarsk, have you been?", turn=1)] == [
-        "When I was young I lived in Tarsk."
-    ]
+    told = extract_memories("When I was young I lived in Tarsk, have you been?", turn=1)
+    assert [memory.text for memory in told] == ["When I was young I lived in Tarsk."]
 
 
 @pytest.mark.parametrize(

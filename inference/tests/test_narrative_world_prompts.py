@@ -160,3 +160,39 @@ def test_the_words_and_the_grammar_of_a_clause_decide_before_any_example(
 )
 def test_a_prohibition_asks_for_nothing(opening: str, verb: str, thing: str) -> None:
     assert CLASSIFIER.events(f"{opening} {verb} {thing}") == []
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("could a deer trot in?", [{"kind": "spawn", "object": "creature"}]),
+        ("can the drizzle ease off now?", [{"kind": "clear"}]),
+        ("will the fog lift soon?", []),
+        ("make it a crisp clear morning", [{"kind": "dawn"}]),
+        ("clear the mist away please", [{"kind": "clear"}]),
+        ("first a lantern, then an oak by the path", [
+            {"kind": "spawn", "object": "lantern"}, {"kind": "spawn", "object": "tree"}
+        ]),
+        ("a wolf over there seems hungry", []),
+        ("that snow looks lovely", []),
+        ("this rain is too much", [{"kind": "clear"}]),
+        ("good morning, Eve", []),
+        ("make it dusk, when the bats come out", [{"kind": "night"}]),
+    ],
+)  # fmt: skip
+def test_requests_put_as_questions_lists_remarks_and_greetings_are_read_as_a_person_reads_them(
+    prompt: str, expected: list[dict[str, str]]
+) -> None:
+    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.99))
+    assert classifier.events(prompt) == expected
+    assert events_from_prompt(prompt) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    greeting=st.sampled_from(["good night", "Good morning", "good evening", "goodnight", "good day"]),
+    name=st.sampled_from(["Odo", "Eve", "keeper", "friend", "everyone"]),
+)
+def test_a_greeting_wishes_no_time_of_day(greeting: str, name: str) -> None:
+    assert events_from_prompt(f"{greeting}, {name}") == []
+    assert CLASSIFIER.events(f"{greeting}, {name}!") == []
