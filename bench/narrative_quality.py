@@ -45,6 +45,7 @@ from inference.language.embedding import Embedder, default_embedder
 from inference.narrative.choices import generate_choices, pair_problems
 from inference.narrative.hooks import Branch, BranchClassifier
 from inference.narrative.memory import (
+    RECOLLECTION_RETRIEVAL,
     ConsolidationConfig,
     Memory,
     MemoryArrays,
@@ -128,11 +129,15 @@ class RememberingLink:
 
         lore = lore_in_document(document=self.document, character_name=self.character, recent=recent)
         chosen: list[int] = []
+        pool: list[int] = []
         if self.memories:
             arrays = MemoryArrays.build(self.memories, np.stack(self.embeddings))
-            chosen = retrieve(arrays, np.frombuffer(query, dtype="<f4"), self.turns, RetrievalConfig())
+            vector = np.frombuffer(query, dtype="<f4")  # (D,)
+            chosen = retrieve(arrays, vector, self.turns, RetrievalConfig())
+            pool = retrieve(arrays, vector, self.turns, RECOLLECTION_RETRIEVAL)
         memories = [self.memories[index].text for index in chosen]
-        return SessionRecalled(session=session, request=1, turn=self.turns, memories=memories, lore=lore)
+        told = [self.memories[index].text for index in pool if index not in chosen]
+        return SessionRecalled(session=session, request=1, turn=self.turns, memories=memories, told=told, lore=lore)
 
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         pass

@@ -244,6 +244,9 @@ class SessionRecalled(Message, tag="session.recalled", kw_only=True, frozen=True
     turn: int
     memories: list[Text]
     lore: list[Text]
+    # More of the player's memories, by relevance alone, that a question about them may be answered from
+    # (inference.narrative.memory.RECOLLECTION_RETRIEVAL); not put in the prompt.
+    told: list[Text] = []
 
 
 # Worker → platform

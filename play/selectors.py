@@ -178,12 +178,12 @@ def character_recall(
     `query` (D,), and the lorebook entries that the `recent` lines activate."""
     character = session_character(session=session, character_id=character_id)
     player = session_speaker(session=session, speaker=speaker)
-    recalled = {"turn": 0, "memories": [], "lore": []}
+    recalled = {"turn": 0, "memories": [], "told": [], "lore": []}
     if character is None:
         return recalled
     if player is not None:
         memories = memories_recall(character=character, player=player, query=query)
-        recalled |= {"turn": memories.turn, "memories": memories.memories}
+        recalled |= {"turn": memories.turn, "memories": memories.memories, "told": memories.told}
     recalled["lore"] = lore_active(session=session, character_name=character.name, recent=recent)
     return recalled
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference.narrative.player_facts import NAME, kinds_told
+
 PINNED, EPISODIC, SUMMARY = "pinned", "episodic", "summary"
 
 
@@ -50,6 +52,11 @@ class RetrievalConfig:
     token_budget: int = 200
     # Fewer than this many memories never fill a prompt, however cheap they are.
     limit: int = 8
+
+
+# Where an answer to a question about the player is looked for: by relevance alone, and more of it than a prompt
+# holds, since what the player told may be forty turns old and a prompt's pick favours the last few turns.
+RECOLLECTION_RETRIEVAL = RetrievalConfig(recency_weight=0.0, limit=16, token_budget=800)
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,8 @@ PROPER_NOUN_OR_NUMBER = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]+|\d+)\b")
 
 def importance_of(text: str) -> float:
     """A rule-based importance in [0, 1]: self-disclosure, named things, numbers and detail raise it."""
+    if NAME in kinds_told(text):
+        return 1.0  # the player's own name is what a character must never forget
     importance = 0.2
     if FIRST_PERSON.search(text):
         importance += 0.2

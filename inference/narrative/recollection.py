@@ -14,6 +14,11 @@ the way a reading-comprehension baseline finds it, extractively:
 - the question's form says what kind of answer it wants (who and names: a name; where: a place; how many
   and when: a number; otherwise a thing), and a sentence that holds no span of that kind does not answer it.
 
+- a sentence that tells the kind of fact the question asks for (inference.narrative.player_facts: "I'm
+  allergic to honey" for "what should stay off my plate?") counts, however far apart their embeddings;
+- the candidates are the prompt's memories and more of the player's by relevance alone (`told` in
+  `session.recalled`), since what the player told may be forty turns old.
+
 The winner is said back in the second person ("Your brother is called Marco.") as the opening of the
 character's reply (inference.narrative.prompting), so even a tiny model states the fact.
 """
@@ -28,6 +33,8 @@ import numpy as np
 
 from inference.language.embedding import Embedder
 from inference.narrative.memory import PRONOUN_START, to_second_person
+from inference.narrative.player_facts import NAME as NAME_FACT
+from inference.narrative.player_facts import kinds_asked, kinds_told
 
 NAME, PERSON, PLACE, NUMBER, THING = "name", "person", "place", "number", "thing"
 
@@ -55,6 +62,13 @@ RELATED_WORDS = {
                "nephew", "child", "children", "kid", "kids", "baby", "grandparent"},
     "home": {"live", "house", "grew", "born", "raised"},
 }  # fmt: skip
+# Words for the same person of the player's: "my little girl" is "my daughter".
+SAME_PERSON = {
+    "girl": {"daughter"}, "lass": {"daughter"}, "boy": {"son"}, "lad": {"son"}, "daughter": {"girl"},
+    "son": {"boy"}, "mum": {"mother"}, "mam": {"mother"}, "mom": {"mother"}, "mother": {"mum"}, "dad": {"father"},
+    "father": {"dad"}, "gran": {"grandmother"}, "granny": {"grandmother"}, "grandma": {"grandmother"},
+    "grandad": {"grandfather"}, "grandpa": {"grandfather"}, "missus": {"wife"}, "hubby": {"husband"},
+}  # fmt: skip
 PLACE_WORDS = {"where", "town", "city", "village", "country", "place", "from", "live", "lived", "grew", "born"}
 NUMBER_WORDS = {"many", "old", "age", "year", "years", "much", "when", "number"}
 STOP_WORDS = {
@@ -72,18 +86,27 @@ NUMBER_WORD = (
     r"hundred|a dozen|dozen)"
 )
 NAME_AFTER = re.compile(
-    r"\b(?i:called|named|name is|name's|names are|i'm|i am|call me|known as)\s+(?:the\s+)?"
+    r"\b(?i:called|named|name is|name's|names are|i'm|i am|calls? me|known as)\s+(?:the\s+)?"
     r"((?:[A-Z][\w'-]*)(?:\s+[A-Z][\w'-]*)?)"
 )
-NAME_BEFORE = re.compile(r"^([A-Z][\w'-]*) (?:is|was) (?:what|my|our|the)\b.*\b(?:name|called)\b")
-SELF_NAMING = re.compile(
-    r"\b(?i:my name is|my name's|i'm|i am|call me|they call me)\s+[A-Z]|^(?i:name's|name is)\s+[A-Z]"
-)
+NAME_BEFORE = re.compile(r"^([A-Z][\w'-]*)(?:'s| is| was) (?:what|my|our|the)\b.*\b(?:name|called)\b")
 CAPITALISED = re.compile(r"\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?")
 PLACE_AFTER = re.compile(
-    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:of|on|upon)\s+[A-Z][\w'-]*|\s+[A-Z][\w'-]*)*)"
+    r"\b(?:in|at|from|near|on|to|by)\s+((?:the\s+)?(?:[A-Z][\w'-]*)(?:\s+(?:of|on|upon)\s+[A-Z][\w'-]*|\s+(?!I\b)[A-Z][\w'-]*)*)"
 )
-FROM_PLACE = re.compile(r"\bfrom\s+((?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
+# Where the player comes from or lives: "from Kraków", "back home in Tallowgate", "I grew up in Saltcombe".
+HOME_PLACE = re.compile(
+    r"\b(?:from|home (?:in|at|to)|live[sd]? in|living in|grew up in|born in|raised in)\s+"
+    r"((?:the\s+)?[A-Z][\w'-]*(?:\s+(?!I\b)[A-Z][\w'-]*)*)"
+)
+# "From" at a question's end asks for a place ("what part of the world do I hail from, then?"); "what would you
+# shoo away from me?" does not.
+COMES_FROM = re.compile(
+    r"\bfrom\b(?:\s*,?\s*(?:then|again|originally|exactly|really|anyway|did i say|do you remember))*\W*$", re.I
+)
+# A question about where the player comes from or lives ("where's home for me?", "what part of the world do I
+# hail from?"), which such a place answers first.
+ASKS_FOR_HOME = re.compile(r"\b(?:from|home|live|hail)\b", re.I)
 PLACE_PHRASE = re.compile(
     r"\b(?:in|at|from|near|on|by|under|behind)\s+((?:the|a|an|my|our)\s+[\w'-]+(?:\s+(?!(?:in|at|on|by|with|and|but|"
     r"because|when|where|since)\b)[\w'-]+){0,4})"
@@ -140,6 +163,13 @@ QUESTION_WORD_BASES = frozenset(QUESTION_WORDS.values())
 ASKS_FOR_ADVICE = re.compile(
     r"\b(?:should|shall|must|ought|can|could|may|might)\s+i\b|^how\b(?!\s+(?:many|much|old|long)\b)", re.I
 )
+# A yes-or-no question about the world in which the player appears only as who acts: "Is that a kettle I can
+# smell?", "could you light one up so I can see it?" ask nothing the player told ("am I…", "did I…" do).
+ASKS_OF_THE_WORLD = re.compile(
+    r"^\W*(?:(?:so|and|but|oh|well)\W+)?(?:is|are|was|were|could|would|can|will|should|shall|has|have|does)\b"
+    r"(?!.*\b(?:remember|recall|forgot|forget|remind)\b)",
+    re.I,
+)
 # A question that asks the character to remember something, with or without "my" or "I": what it remembers
 # of this player is what the player told it.
 ASKS_TO_REMEMBER = re.compile(r"\b(?:remember|recall|forgot|forget|forgotten|remind)\b", re.I)
@@ -177,6 +207,9 @@ class RecollectionConfig:
     # A sentence the player said of themselves ("I've got a dog…") over one about the world ("A dog called
     # Rufus sleeps by the inn"): the question asks what the player told of themselves.
     self_weight: float = 0.3
+    # A sentence that tells the kind of fact the question asks for ("I'm allergic to honey" to "what should
+    # stay off my plate?", inference.narrative.player_facts) answers it however far apart their embeddings.
+    fact_weight: float = 0.5
     # Without a shared topic word or anchor, a sentence must be this close to the question to answer it, or
     # `min_cosine_typed` when it holds the very kind of span the question wants (a name, a place, a number).
     # Tuning facts score 0.3-0.8 to questions a reader links to them, the filler beside them 0.15-0.45.
@@ -216,7 +249,10 @@ def question_asked(text: str) -> str:
     # Only what the player does or says of themselves comes before the question; "And her name, do you
     # remember it?" is one question throughout.
     before = question[: start.start()] if start is not None else ""
-    if re.search(r"[,:;]|\band\b", before) and re.search(r"\b(?:i|i'm|ask|asks|asking)\b", before, re.I):
+    # Without a question mark, only a line that says it asks holds a question ("…and ask, what is my cat
+    # called"): "she's the one who nagged me" is told.
+    asking = re.search(r"\b(?:ask|asks|asking|wonder)\b", before, re.I) or (asked and question.endswith("?"))
+    if asking and re.search(r"[,:;]|\band\b", before) and re.search(r"\b(?:i|i'm|ask|asks|asking)\b", before, re.I):
         question = question[len(before) :]
     return RAMBLE.sub("", question).strip() or question
 
@@ -249,6 +285,8 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
     asked = question_asked(question)
     if not reads_as_question(question.strip(), asked) or ASKS_FOR_ADVICE.search(asked):
         return False
+    if ASKS_OF_THE_WORLD.search(asked) and not re.search(r"\b(?:my|mine|me|myself)\b", asked, re.I):
+        return False
     return (
         bool(ABOUT_THE_PLAYER.search(asked))
         or bool(OWN_NAME.search(question))
@@ -268,7 +306,8 @@ def answer_kind(question: str) -> str:
     leading = next((word for word in asked if word in QUESTION_WORD_BASES), "")
     following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
     names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
-    if leading == "where" or (not names_asked and set(asked) & {"town", "city", "village", "country", "from"}):
+    place_asked = bool(set(asked) & {"town", "city", "village", "country"}) or bool(COMES_FROM.search(question))
+    if leading == "where" or (not names_asked and place_asked):
         return PLACE
     if names_asked:
         return NAME
@@ -289,7 +328,8 @@ def anchors_of(text: str) -> set[str]:
     "I've got a dog" gives {"dog"}."""
     found = re.findall(r"\b(?:my|mine|our)\s+([a-z']+)(?:\s+([a-z']+))?", text.lower())
     found += POSSESSION.findall(text.lower())
-    return {stem(word) for pair in found for word in pair if word and word not in STOP_WORDS}
+    named = {word for pair in found for word in pair if word and word not in STOP_WORDS}
+    return {stem(kin) for word in named for kin in {word, *SAME_PERSON.get(word, ())}}
 
 
 def said_of_self(sentence: str) -> bool:
@@ -306,7 +346,7 @@ def answer_span(sentence: str, kind: str, from_where: bool = False) -> str:
         names = [match for match in CAPITALISED.findall(sentence[1:]) if match.split()[0] not in {"I", "I'm"}]
         return names[0] if names else ""
     if kind == PLACE:
-        if from_where and (found := FROM_PLACE.search(sentence)):
+        if from_where and (found := HOME_PLACE.search(sentence)):
             return found.group(1)
         if found := PLACE_AFTER.search(sentence):
             return found.group(1)
@@ -372,7 +412,10 @@ def recollect(
     the player's line before it, which says whom a pronoun in the question means."""
     config = config or RecollectionConfig()
     about_the_player = asks_about_the_player(question, previous)
-    if not memories or not (about_the_player or asks_to_remember(question)):
+    # "who's snoozing under a heat lamp back home?" names nothing of the player's, yet one of their sentences
+    # may say who, very near it in meaning: only such a sentence answers it.
+    near_only = not (about_the_player or asks_to_remember(question))
+    if not memories or (near_only and not is_question(question)):
         return None
     candidates = sentences_of(memories)
     if not candidates:
@@ -387,8 +430,9 @@ def recollect(
         return None  # "And her name?" with no one of the player's named before: whose name is not known
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
     best: tuple[float, Recollection] | None = None
-    from_where = kind == PLACE and bool(re.search(r"\bfrom\b", asked, re.I))
-    own_name = bool(OWN_NAME.search(asked))
+    from_where = kind == PLACE and bool(ASKS_FOR_HOME.search(asked))
+    facts_asked = kinds_asked(asked) if about_the_player else set()
+    own_name = bool(OWN_NAME.search(asked)) or (NAME_FACT in facts_asked and not anchors)
     if own_name:
         kind = NAME  # "who am I?" and "who you're talking to" want the player's name, not a description
     for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
@@ -398,18 +442,22 @@ def recollect(
         stems = {stem(word) for word in words(sentence)}
         overlap = min(len(topic & stems), 2) / 2 if topic else 0.0
         anchored = bool(anchors & anchors_of(sentence))
-        if own_name and not (anchored or SELF_NAMING.search(sentence)):
+        if own_name and not (anchored or NAME_FACT in kinds_told(sentence)):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
         if anchors and not anchored and not said_of_self(sentence):
             continue  # "what's my dog called" is not answered by "A dog called Rufus sleeps by the inn"
         # "Where did I say I came from?" is answered by any place after "from", and else by where the player
         # says they live or work ("over in Saltcombe").
-        came_from = from_where and bool(FROM_PLACE.search(sentence))
+        came_from = from_where and bool(HOME_PLACE.search(sentence))
+        told = kinds_told(sentence)
+        fact = bool(facts_asked & told) and (said_of_self(sentence) or NAME_FACT in told)
         typed = bool(answer) and (
             came_from or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
         )
         alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
-        if not (anchored or own_name or typed or overlap > 0 or cosine >= alone):
+        if near_only and not (said_of_self(sentence) and answer and kind in (NAME, PERSON) and cosine >= alone):
+            continue
+        if not (anchored or own_name or typed or fact or overlap > 0 or cosine >= alone):
             continue
         score = (
             cosine
@@ -418,6 +466,7 @@ def recollect(
             + config.kind_weight * bool(answer)
             + config.self_weight * said_of_self(sentence)
             + config.kind_weight * came_from
+            + config.fact_weight * fact
         )
         if best is None or score > best[0]:
             statement = statement_of(sentence, answer, asked, kind)

@@ -170,6 +170,7 @@ class Narrator:
             recent=recent,
         )
         memories = list(recalled.memories) if recalled is not None else []
+        told = list(recalled.told) if recalled is not None else []
         clues = [
             clue.text
             for clue in member.clues
@@ -179,7 +180,7 @@ class Narrator:
         player_name = job.data["speaker"] or setting.player_name
         lore = list(recalled.lore) if recalled is not None else []
         previous = next((message["content"] for message in reversed(history) if message["role"] == "user"), "")
-        recollection = recollect(said, query, memories, self.embedder, previous=previous)
+        recollection = recollect(said, query, memories + told, self.embedder, previous=previous)
         known = self.known(member, setting, clues, lore, player_name)
         grounding = None
         if recollection is None and not asks_about_the_player(said, previous):

@@ -237,3 +237,55 @@ def test_the_clause_that_holds_the_answer_is_said_not_the_players_whole_line(que
     memories = ["A bit about me: I've got a scruffy terrier at home called Pickle, and I came over here from Kraków."]
     found = recollected(question, memories)
     assert found is not None and found[0] == statement
+
+
+FILLER = [
+    "I walked along the harbour wall this morning.",
+    "The gulls were fighting over a crust of bread.",
+    "I bought a loaf from the baker by the square.",
+    "My boots let the water in, they always do.",
+]
+
+
+@pytest.mark.parametrize(
+    ("fact", "question", "answer"),
+    [
+        (
+            "I'm allergic to strawberries, they bring me out in blotches.",
+            "If you made me a pudding, what would you have to leave out?",
+            "strawberries",
+        ),
+        ("Snakes give me the creeps, always have.", "What would have me running out of the cellar?", "snakes"),
+        ("I've been a wheelwright by trade for twenty years.", "What do folk pay me to do?", "wheelwright"),
+        ("Everyone calls me Rowena.", "If you had to shout for me across the square, what would you shout?", "Rowena"),
+        (
+            "I always carry my mother's silver thimble in my coat.",
+            "What have I got tucked in my coat, do you think?",
+            "thimble",
+        ),
+    ],
+)
+def test_an_indirect_question_is_answered_by_the_sentence_telling_the_kind_of_fact_it_asks_for(
+    fact: str, question: str, answer: str
+) -> None:
+    found = recollected(question, [*FILLER[:2], fact, *FILLER[2:]])
+    assert found is not None and answer.lower() in found[0].lower()
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is that a gull I can hear, or the wind?",
+        "Would it help if I lit the lamp?",
+        "Was that the bell I heard just now?",
+    ],
+)
+def test_a_yes_or_no_question_about_the_world_is_not_answered_from_what_the_player_told(question: str) -> None:
+    assert recollected(question, [*FILLER, "I'm a cooper by trade."]) is None
+
+
+def test_the_players_name_matters_most_of_all_they_tell() -> None:
+    from inference.narrative.memory import importance_of
+
+    assert importance_of("I'm Rowena, from up the valley.") == 1.0
+    assert importance_of("I bought a loaf from the baker.") < 1.0

@@ -80,6 +80,7 @@ class Recall:
 
     turn: int
     memories: list[str]  # pinned first, then by retrieval score
+    told: list[str]  # the others a question about the player may be answered from, by relevance
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def memories_recall(
     if query.shape != (EMBEDDING_DIMENSIONS,):
         raise ValueError(f"a query embedding has shape ({EMBEDDING_DIMENSIONS},), not {query.shape}")
     if character.memory_scope == CharacterMemoryScope.NONE:
-        return Recall(turn=0, memories=[])
+        return Recall(turn=0, memories=[], told=[])
     remembered = player if character.memory_scope == CharacterMemoryScope.PLAYER else None
     state = (
         Acquaintance.objects.filter(character=character, player=remembered)
@@ -149,7 +150,7 @@ def memories_recall(
         .first()
     )
     if state is None:
-        return Recall(turn=0, memories=[])
+        return Recall(turn=0, memories=[], told=[])
     cached = memory_arrays_cache.get(state["id"])
     # Loaded after the version was read, so the rows are at least that new; a write in between only makes
     # the next recall load them again.
@@ -158,7 +159,12 @@ def memories_recall(
         cached = CachedMemories(version=state["memories_version"], arrays=arrays, texts=texts)
         memory_arrays_cache.put(state["id"], cached)
     chosen = narrative.retrieve(cached.arrays, query, state["turns"], config)
-    return Recall(turn=state["turns"], memories=[cached.texts[index] for index in chosen])
+    pool = narrative.retrieve(cached.arrays, query, state["turns"], narrative.RECOLLECTION_RETRIEVAL)
+    return Recall(
+        turn=state["turns"],
+        memories=[cached.texts[index] for index in chosen],
+        told=[cached.texts[index] for index in pool if index not in chosen],
+    )
 
 
 # Exchanges and consolidation ------------------------------------------------------------------------------

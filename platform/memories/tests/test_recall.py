@@ -83,7 +83,7 @@ def test_a_character_that_remembers_nothing_stores_nothing(
     assert tell(character, player, FACT) == 0
     assert not Acquaintance.objects.exists()
     assert not Memory.objects.exists()
-    assert recall(character, player, "What did I find at the docks?") == services.Recall(turn=0, memories=[])
+    assert recall(character, player, "What did I find at the docks?") == services.Recall(turn=0, memories=[], told=[])
 
 
 def test_recall_sees_memories_added_edited_and_deleted_after_it_cached_them(
