@@ -163,6 +163,12 @@ QUESTION_WORD_BASES = frozenset(QUESTION_WORDS.values())
 ASKS_FOR_ADVICE = re.compile(
     r"\b(?:should|shall|must|ought|can|could|may|might)\s+i\b|^how\b(?!\s+(?:many|much|old|long)\b)", re.I
 )
+# The player hedging a question about the world ("mostly fish, I'd guess?") says nothing of themselves.
+HEDGE = re.compile(
+    r"\b(?:i'd (?:guess|say|imagine|think)|i (?:guess|think|suppose|reckon|bet|imagine|expect|wonder)|i'm (?:guessing|"
+    r"sure|betting|thinking))\b",
+    re.I,
+)
 # A yes-or-no question about the world in which the player appears only as who acts: "Is that a kettle I can
 # smell?", "could you light one up so I can see it?" ask nothing the player told ("am I…", "did I…" do).
 ASKS_OF_THE_WORLD = re.compile(
@@ -288,7 +294,7 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
     if ASKS_OF_THE_WORLD.search(asked) and not re.search(r"\b(?:my|mine|me|myself)\b", asked, re.I):
         return False
     return (
-        bool(ABOUT_THE_PLAYER.search(asked))
+        bool(ABOUT_THE_PLAYER.search(HEDGE.sub("", asked)))
         or bool(OWN_NAME.search(question))
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )

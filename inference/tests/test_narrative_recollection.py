@@ -289,3 +289,12 @@ def test_the_players_name_matters_most_of_all_they_tell() -> None:
 
     assert importance_of("I'm Rowena, from up the valley.") == 1.0
     assert importance_of("I bought a loaf from the baker.") < 1.0
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What do the fishermen drink here, ale I suppose?", "Where does the ferry stop in winter, I wonder?"],
+)
+def test_a_question_the_player_only_hedges_is_not_about_them(question: str) -> None:
+    assert not asks_about_the_player(question)
+    assert asks_about_the_player(question.replace("the fishermen", "I").replace("the ferry", "my ferry"))
