@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inference.narrative.player_facts import NAME, kinds_told
+from inference.narrative.player_facts import tells_own_name
 
 PINNED, EPISODIC, SUMMARY = "pinned", "episodic", "summary"
 
@@ -166,7 +166,7 @@ PROPER_NOUN_OR_NUMBER = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]+|\d+)\b")
 
 def importance_of(text: str) -> float:
     """A rule-based importance in [0, 1]: self-disclosure, named things, numbers and detail raise it."""
-    if NAME in kinds_told(text):
+    if tells_own_name(text):
         return 1.0  # the player's own name is what a character must never forget
     importance = 0.2
     if FIRST_PERSON.search(text):

@@ -124,6 +124,11 @@ ASKS: dict[str, re.Pattern[str]] = {
 }
 
 
+def tells_own_name(sentence: str) -> bool:
+    """Whether the player names themselves in the sentence ("Name's Rowena", "I'm Corin")."""
+    return bool(TELLS[NAME].search(sentence))
+
+
 def kinds_told(sentence: str) -> set[str]:
     """The kinds of fact about the player that a sentence of theirs tells."""
     return {kind for kind, pattern in TELLS.items() if pattern.search(sentence)}

@@ -441,6 +441,7 @@ def recollect(
     own_name = bool(OWN_NAME.search(asked)) or (NAME_FACT in facts_asked and not anchors)
     if own_name:
         kind = NAME  # "who am I?" and "who you're talking to" want the player's name, not a description
+    alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
     for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
         answer = answer_span(sentence, kind, from_where)
         if not answer and kind != THING:
@@ -448,20 +449,20 @@ def recollect(
         stems = {stem(word) for word in words(sentence)}
         overlap = min(len(topic & stems), 2) / 2 if topic else 0.0
         anchored = bool(anchors & anchors_of(sentence))
-        if own_name and not (anchored or NAME_FACT in kinds_told(sentence)):
+        told = kinds_told(sentence)
+        own_words = said_of_self(sentence)
+        if own_name and not (anchored or NAME_FACT in told):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
-        if anchors and not anchored and not said_of_self(sentence):
+        if anchors and not anchored and not own_words:
             continue  # "what's my dog called" is not answered by "A dog called Rufus sleeps by the inn"
         # "Where did I say I came from?" is answered by any place after "from", and else by where the player
         # says they live or work ("over in Saltcombe").
         came_from = from_where and bool(HOME_PLACE.search(sentence))
-        told = kinds_told(sentence)
-        fact = bool(facts_asked & told) and (said_of_self(sentence) or NAME_FACT in told)
+        fact = bool(facts_asked & told) and (own_words or NAME_FACT in told)
         typed = bool(answer) and (
             came_from or (kind in (NAME, PLACE, NUMBER, PERSON) and cosine >= config.min_cosine_typed)
         )
-        alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
-        if near_only and not (said_of_self(sentence) and answer and kind in (NAME, PERSON) and cosine >= alone):
+        if near_only and not (own_words and answer and kind in (NAME, PERSON) and cosine >= alone):
             continue
         if not (anchored or own_name or typed or fact or overlap > 0 or cosine >= alone):
             continue
@@ -470,7 +471,7 @@ def recollect(
             + config.overlap_weight * overlap
             + config.anchor_weight * anchored
             + config.kind_weight * bool(answer)
-            + config.self_weight * said_of_self(sentence)
+            + config.self_weight * own_words
             + config.kind_weight * came_from
             + config.fact_weight * fact
         )

@@ -146,6 +146,10 @@ def test_an_aversion_asks_for_what_undoes_it(prompt: str, kind: str) -> None:
 def test_the_words_and_the_grammar_of_a_clause_decide_before_any_example(
     prompt: str, expected: list[dict[str, str]]
 ) -> None:
+    assert_read_from_the_words_alone(prompt, expected)
+
+
+def assert_read_from_the_words_alone(prompt: str, expected: list[dict[str, str]]) -> None:
     # A threshold no wording reaches: what is found comes from the words of the vocabulary alone.
     classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.99))
     assert classifier.events(prompt) == expected
@@ -183,9 +187,7 @@ def test_a_prohibition_asks_for_nothing(opening: str, verb: str, thing: str) -> 
 def test_requests_put_as_questions_lists_remarks_and_greetings_are_read_as_a_person_reads_them(
     prompt: str, expected: list[dict[str, str]]
 ) -> None:
-    classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.99))
-    assert classifier.events(prompt) == expected
-    assert events_from_prompt(prompt) == expected
+    assert_read_from_the_words_alone(prompt, expected)
 
 
 @settings(max_examples=60, deadline=None)
