@@ -21,6 +21,7 @@ from django.urls import path, re_path
 
 from play.consumers import PlayConsumer
 from play.worker_consumer import WorkerConsumer
+from shell.front import LivenessAnswered, RequestsBounded
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # The page's scheme for each socket scheme: a page served over https opens wss.
@@ -85,7 +86,13 @@ websocket_urlpatterns = [
 
 application = ProtocolTypeRouter(
     {
-        "http": get_asgi_application(),
+        "http": LivenessAnswered(
+            RequestsBounded(
+                get_asgi_application(),
+                running=settings.HTTP_REQUESTS_RUNNING,
+                wait_seconds=settings.HTTP_REQUEST_WAIT_SECONDS,
+            )
+        ),
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )

@@ -140,6 +140,14 @@ else:
         # PgBouncer in transaction mode cannot hold server-side cursors open between transactions.
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_BEHIND_PGBOUNCER", default=False)
 
+# Django requests a process runs at once (shell.front): more only take turns at the one GIL, each holding one
+# of the pool's connections (the pool keeps 8 for the consumers' database threads besides). The rest wait on
+# the event loop, at most HTTP_REQUEST_WAIT_SECONDS, then get a 503 that says the server is busy.
+HTTP_REQUESTS_RUNNING = env.int("HTTP_REQUESTS_RUNNING", default=4)
+HTTP_REQUEST_WAIT_SECONDS = env.float("HTTP_REQUEST_WAIT_SECONDS", default=15.0)
+if HTTP_REQUESTS_RUNNING < 1:
+    raise ConfigurationError("HTTP_REQUESTS_RUNNING", "must be at least 1")
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 

@@ -9,7 +9,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts.forms import LockoutAwareAdminLoginForm
-from shell.views import favicon, healthz, livez, metrics
+from shell.views import favicon, healthz, metrics
 
 # The admin's log-in shares the per-account lock-out of the log-in pages and the token API.
 admin.site.login_form = LockoutAwareAdminLoginForm
@@ -31,7 +31,6 @@ api_urlpatterns = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
-    path("livez", livez, name="livez"),
     path("metrics", metrics, name="metrics"),
     path("favicon.ico", favicon, name="favicon"),
     path("api/", include(api_urlpatterns)),

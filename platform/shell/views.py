@@ -20,13 +20,6 @@ async def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(health, status=200 if health["status"] == "ok" else 503)
 
 
-@never_cache
-def livez(request: HttpRequest) -> HttpResponse:
-    """This process answers: what a load balancer asks every second, at no cost (`/healthz` checks the services
-    behind it, and is 503 while no worker is connected)."""
-    return HttpResponse("ok", content_type="text/plain")
-
-
 @require_GET
 @cache_control(max_age=86400)
 def favicon(request: HttpRequest) -> HttpResponseRedirect:

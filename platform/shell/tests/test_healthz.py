@@ -68,6 +68,11 @@ def test_healthz_is_not_cached(client: Client) -> None:
     assert "no-cache" in client.get("/healthz")["Cache-Control"]
 
 
-def test_livez_answers_while_the_process_serves_whatever_the_workers() -> None:
-    response = Client().get("/livez")
-    assert response.status_code == 200 and response.content == b"ok"
+@pytest.mark.asyncio
+async def test_livez_answers_through_the_application_daphne_serves_whatever_the_workers() -> None:
+    from channels.testing import HttpCommunicator
+
+    from config.routing import application
+
+    response = await HttpCommunicator(application, "GET", "/livez").get_response()
+    assert (response["status"], response["body"]) == (200, b"ok")

@@ -1,0 +1,74 @@
+"""What daphne does with an HTTP request before Django sees it.
+
+Django runs each synchronous view on a thread of its own, and every thread of a process shares one GIL. Under a
+burst of pages (fifty people paging through the gallery at once) that meant:
+- `/livez` waited behind the pages for seconds, the balancer's check timed out, and HAProxy took out daphnes
+  that were serving, sending 503s to everyone;
+- a hundred threads took turns at the GIL, each holding a database connection, and those left without one
+  after the pool's wait were told the database was away, which it was not.
+So `/livez` is answered on the event loop, and only a few requests of a process run Django at once: the
+others wait their turn on the event loop, holding no thread and no connection, for a bounded time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any
+
+LIVENESS_PATH = "/livez"
+LIVENESS_HEADERS = [
+    (b"content-type", b"text/plain; charset=utf-8"),
+    (b"cache-control", b"no-cache, no-store, must-revalidate, max-age=0"),
+    (b"content-length", b"2"),
+]
+BUSY = b"This server is busy with other requests; please try again in a few seconds."
+
+
+class LivenessAnswered:
+    """ASGI: answers `/livez` with "ok" (headers only to HEAD) and hands every other request on."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] != "http" or scope["path"] != LIVENESS_PATH:
+            return await self.application(scope, receive, send)
+        await send({"type": "http.response.start", "status": 200, "headers": LIVENESS_HEADERS})
+        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else b"ok"})
+        return None
+
+
+class RequestsBounded:
+    """ASGI: at most `running` HTTP requests of this process in the application at once; a request that
+    waits longer than `wait_seconds` for its turn is answered 503 with a Retry-After instead."""
+
+    def __init__(self, application: Any, *, running: int, wait_seconds: float) -> None:
+        self.application = application
+        self.running = running
+        self.wait_seconds = wait_seconds
+        # One semaphore an event loop: an asyncio primitive belongs to the loop it first waited on (tests run
+        # several loops in one process).
+        self.turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        if scope["type"] != "http":
+            return await self.application(scope, receive, send)
+        loop = asyncio.get_running_loop()
+        turns = self.turns.get(loop)
+        if turns is None:
+            turns = self.turns[loop] = asyncio.Semaphore(self.running)
+        try:
+            await asyncio.wait_for(turns.acquire(), timeout=self.wait_seconds)
+        except TimeoutError:
+            retry_after = str(max(1, round(self.wait_seconds / 4))).encode()
+            headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", retry_after)]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": BUSY})
+            return None
+        try:
+            return await self.application(scope, receive, send)
+        finally:
+            turns.release()
