@@ -141,8 +141,11 @@ QUESTION_START = re.compile(
     rf"^(what|who|where|{WHEN_ASKING}|why|how|which|do|does|did|is|are|was|were|can|could|will|would|should|have|has)\b",
     re.I,
 )
+# "No dogs allowed in my house" tells something; "No." and "Sure!" do not.
 SMALL_TALK = re.compile(
-    r"^(hi|hello|hey|thanks|thank you|ok|okay|yes|no|sure|bye|goodbye|good (morning|night))\b", re.I
+    r"^(?:hi|hello|hey|thanks|thank you|bye|goodbye|good (?:morning|night)\b|"
+    r"(?:ok|okay|yes|no|sure)(?=\s*(?:[,.!?]|$)))\b",
+    re.I,
 )
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|my|me|mine|myself|we|our)\b", re.I)
 DISCLOSURE = re.compile(
@@ -150,9 +153,16 @@ DISCLOSURE = re.compile(
     r"need|want|secret|hid|hidden|stole|owe|promise|remember|key|map|letter|ship|killed|buried)\b",
     re.I,
 )
-# "hi there, I'm Greta from the mill": a greeting before what the player tells is not all they said.
+# "hi there, I'm Greta from the mill", "No, I live in Tarsk": a greeting, or a yes, no or sorry set off by a
+# comma, before what the player tells is not all they said.
 LEADING_GREETING = re.compile(
-    r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day))\b(?:\s+there\b)?\s*[,!.:-]*\s*", re.I
+    r"^(?:(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day))\b(?:\s+there\b)?|"
+    r"(?:yes|yeah|no|nope|well|oh|sorry)\b(?=\s*[,!.:-]))\s*[,!.:-]*\s*",
+    re.I,
+)
+# "Tell me again.", "Remind me what the bell means": the player asks the character for something, tells nothing.
+REQUEST_OF_THE_CHARACTER = re.compile(
+    r"^(?:please\s+)?(?:tell|show|give|remind|teach|help|let|ask|say|repeat|read)\s+(?:me|us|it)\b", re.I
 )
 SUPPOSING = re.compile(rf"^(?:if|say|suppose|supposing|imagine|what if|{WHEN_ASKING})\b", re.I)
 TAG_QUESTION = re.compile(
@@ -182,7 +192,8 @@ def importance_of(text: str) -> float:
 
 def extract_memories(player_message: str, turn: int) -> list[Memory]:
     """The statements worth remembering in a player's message: declarative sentences of three words or more
-    that are neither questions nor small talk, each kept in the player's own words. A sentence that opens
+    (or the player's name, however short) that are neither questions, small talk nor requests, each kept in the
+    player's own words. A sentence that opens
     with a pronoun stays with the sentence before it, so that "She said I should find you" still says who."""
     memories: list[Memory] = []
     previous = ""
@@ -193,8 +204,14 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
         if not SUPPOSING.match(sentence):
             sentence = TAG_QUESTION.sub(".", sentence)
         words = sentence.split()
+        # "I'm Tamsin." is short, and the one thing a character must not forget.
+        too_short = len(words) < 3 and not tells_own_name(sentence)
         kept = not (
-            len(words) < 3 or sentence.endswith("?") or QUESTION_START.match(sentence) or SMALL_TALK.match(sentence)
+            too_short
+            or sentence.endswith("?")
+            or QUESTION_START.match(sentence)
+            or SMALL_TALK.match(sentence)
+            or REQUEST_OF_THE_CHARACTER.match(sentence)
         )
         if kept and not sentence.endswith((".", "!")):
             sentence += "."

@@ -6,6 +6,8 @@ import statistics
 import time
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inference.language.embedding import HashedWordsEmbedder
 from inference.narrative.memory import (
@@ -90,6 +92,25 @@ def test_statements_are_kept_and_questions_and_small_talk_are_not() -> None:
     extracted = extract_memories("Hello there! What is this place? I lost my map near the old mill. ok thanks", 7)
     assert [memory.text for memory in extracted] == ["I lost my map near the old mill."]
     assert extracted[0].turn == 7 and extracted[0].kind == EPISODIC
+
+
+@settings(max_examples=60)
+@given(
+    name=st.from_regex(r"[A-Z][a-z]{1,9}", fullmatch=True),
+    greeting=st.sampled_from(["", "Hello Eve. ", "Hi. ", "Good evening, Odo. ", "hey! "]),
+    saying=st.sampled_from(["I'm {}.", "I am {}.", "Call me {}.", "Name's {}.", "My name is {}."]),
+)
+def test_the_players_name_is_kept_however_short_the_sentence_that_tells_it(
+    name: str, greeting: str, saying: str
+) -> None:
+    told = saying.format(name)
+    assert [memory.text for memory in extract_memories(greeting + told, 1)] == [told]
+    assert importance_of(told) == 1.0
+
+
+def test_a_request_of_the_character_and_a_bare_yes_or_no_are_not_kept_but_what_follows_no_is() -> None:
+    said = "Tell me again. Remind me what the bell means. No. Sure! No, I grew up in Haverlea. No pets live with me."
+    assert [memory.text for memory in extract_memories(said, 1)] == ["I grew up in Haverlea.", "No pets live with me."]
 
 
 def test_self_disclosure_is_more_important_than_remarks_about_the_weather() -> None:
