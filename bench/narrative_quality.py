@@ -58,6 +58,7 @@ from inference.narrative.setting import Setting
 from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.host import Job
 from inference.play.narrator import Narrator
+from inference.play.state_machine import CONVERSATION_MESSAGES_KEPT
 from inference.protocol import SessionCharacterLine, SessionExchange, SessionRecalled, ToldMemory, WorkerToPlatform
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "narrative"
@@ -221,6 +222,12 @@ class Conversation:
         self.link.turn_remember(self.narrator.told_memories(text))
 
 
+def earlier_replies(history: list[Message]) -> list[str]:
+    """The replies before the last that the worker still holds (it keeps CONVERSATION_MESSAGES_KEPT messages)."""
+    kept = history[-CONVERSATION_MESSAGES_KEPT:]
+    return [message["content"] for message in kept if message["role"] == "assistant"][:-1]
+
+
 def contains_all(reply: str, words: list[str]) -> bool:
     return all(word.lower() in reply.lower() for word in words)
 
@@ -229,7 +236,7 @@ def conversation_figures(
     narrator: Narrator, directory: Path, quick: bool
 ) -> tuple[Scored, Scored, list[str], list[float]]:
     """(memory use, in character, transcript, first-line seconds) over the part's 40-turn conversations."""
-    from inference.narrative.reply_checks import ReplyContext, sentence_problems
+    from inference.narrative.reply_checks import ReplyContext, identity_stems_of, sentence_problems
 
     memory, character = Scored(), Scored()
     transcript: list[str] = []
@@ -251,8 +258,13 @@ def conversation_figures(
             transcript += [f"- **{case['player_name']}:** {turn['say']}", f"  **{case['character']}:** {reply}"]
             if turn["expect_words"]:
                 memory.add(contains_all(reply, turn["expect_words"]), f"{turn['say']} -> {reply}")
+            sheet = talk.member.sheet
             context = ReplyContext(
-                world_words=setting.world_words, last_reply=last_reply, player_name=case["player_name"]
+                world_words=setting.world_words,
+                last_reply=last_reply,
+                player_name=case["player_name"],
+                earlier_replies=earlier_replies(talk.history[:-2]),
+                identity=identity_stems_of([sheet.name, sheet.persona, sheet.personality]),
             )
             own = reply not in {line for line in creator_lines_of(talk)}
             checked = all(not sentence_problems(sentence, context) for sentence in talk.link.lines)

@@ -51,6 +51,21 @@ DANGLING_ENDINGS = {
 }  # fmt: skip
 
 
+# "I am the sea", "I'm the kettle still warm", "I am a name": a small model says the character is whatever the
+# player just named. A character is what its creator says it is; a claim to be something else is refused.
+IDENTITY_CLAIM = re.compile(r"\b(?:i am|i'm|i was|i'll be|i will be)\s+(?:the|a|an)\s+([a-z' -]+)", re.I)
+# Where the thing claimed ends: "the light of your day" claims to be a light.
+CLAIM_ENDS = {
+    "of", "in", "who", "that", "which", "with", "for", "and", "to", "on", "at", "from", "but", "so", "than", "as",
+    "here", "there", "now", "again", "too", "around", "round", "about", "by",
+}  # fmt: skip
+# Words in a claim that say nothing about what the speaker is ("the one who waits", "a bit tired", "a friend").
+PLAIN_SELVES = {
+    "one", "bit", "little", "lot", "friend", "fool", "woman", "man", "lady", "person", "soul", "sort", "kind",
+    "stranger", "guest", "host", "creature", "body", "only", "same", "old", "young",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ReplyCheckConfig:
     """When a reply repeats the last one."""
@@ -75,6 +90,9 @@ class ReplyContext:
     # far): a name outside them is one the model brought from its training text. None leaves names unchecked.
     known_words: frozenset[str] | None = None
     character_name: str = ""  # who speaks: a line that opens by calling them by name speaks to the wrong one
+    earlier_replies: Sequence[str] = ()  # the character's replies before the last, which it must not say again
+    # identity_stems_of the character's name, persona and personality; None leaves claims unchecked.
+    identity: frozenset[str] | None = None
 
 
 def sentences_of(text: str) -> list[str]:
@@ -88,6 +106,30 @@ def words_of(text: str) -> list[str]:
 
 def world_words_of(texts: Sequence[str]) -> frozenset[str]:
     return frozenset(word for text in texts for word in words_of(text))
+
+
+def identity_stems_of(texts: Sequence[str]) -> frozenset[str]:
+    """What a character may say it is: the stems of the words its creator described it with."""
+    return frozenset(stem(word) for text in texts for word in words_of(text))
+
+
+def stem(word: str) -> str:
+    """Enough of a word to match its forms ("listens", "listener") and not a longer word it begins
+    ("light", "lighthouse")."""
+    return word[:6]
+
+
+def claimed_identity(sentence: str, identity: frozenset[str]) -> str | None:
+    """What the sentence says the speaker is, when nothing its creator wrote says so; None otherwise."""
+    for claim in IDENTITY_CLAIM.finditer(sentence):
+        claimed: list[str] = []
+        for word in words_of(claim.group(1)):
+            if word in CLAIM_ENDS:
+                break
+            claimed.append(word)
+        if claimed and not any(word in PLAIN_SELVES or stem(word) in identity for word in claimed):
+            return " ".join(claimed)
+    return None
 
 
 def foreign_script(text: str) -> bool:
@@ -115,14 +157,20 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         rf"^\W*(?:dear|hello|hi|hey|oh)?\s*{re.escape(context.character_name)}\b\s*[,!:]", sentence, re.I
     ):
         problems.append("speaks to the character itself")
+    elif context.character_name and re.match(rf"^\W*{re.escape(context.character_name)}\s+[a-z]", sentence):
+        problems.append("speaks of the character as someone else")  # "Eve said she's an extra."
     if max(len(word) for word in said) > config.max_word_length:
         problems.append("a run-on word")
     if said[-1] in DANGLING_ENDINGS:
         problems.append("breaks off mid-phrase")
     if context.known_words is not None and (strangers := unknown_names(sentence, context.known_words)):
         problems.append(f"names what the world never mentions: {', '.join(strangers)}")
+    if context.identity is not None and (claimed := claimed_identity(sentence, context.identity)):
+        problems.append(f"claims to be what the character is not: {claimed}")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
+    elif any(repeats(sentence, earlier, config) for earlier in context.earlier_replies):
+        problems.append("repeats an earlier reply")
     if echoes(sentence, context.player_line, config):
         problems.append("echoes the player's words")
     return problems

@@ -42,6 +42,7 @@ from inference.narrative.recollection import asks_about_the_player, recollect
 from inference.narrative.reply_checks import (
     ReplyContext,
     creator_lines,
+    identity_stems_of,
     sentence_problems,
     sentences_of,
     world_words_of,
@@ -187,7 +188,10 @@ class Narrator:
             # Two sentences the character knows that fit the question alike are usually both true of it, unlike
             # two memories, so the best one grounds the reply however close the runner-up.
             knowledge = dataclasses.replace(self.config.prompting, grounding_margin=0.0)
-            grounding = grounding_fact(said, query, known, knowledge)
+            # A sentence the character said in a reply it still remembers would be said again word for word.
+            replied = " ".join(message["content"] for message in history if message["role"] == "assistant")
+            unsaid = [fact for fact in known if fact.text not in replied]
+            grounding = grounding_fact(said, query, unsaid, knowledge)
         prompt = character_prompt(
             character=member.sheet,
             player_message=said,
@@ -213,6 +217,8 @@ class Narrator:
             player_line=said,
             known_words=setting.world_words | world_words_of([message["content"] for message in messages]),
             character_name=name,
+            earlier_replies=replies[:-1],
+            identity=identity_stems_of([name, member.sheet.persona, member.sheet.personality]),
         )
         shown = self.checked_reply(model, prompt, job, link, context)
         if not shown:
@@ -270,7 +276,8 @@ class Narrator:
             held: list[str] = []
             judged = False
             for sentence in self.safe_sentences(pieces, setting, link, job.session, name):
-                own = sentence in prompt.reply_prefix
+                # The grounded answer once; said again it is the model repeating it ("Your name is Tamsin." twice).
+                own = sentence in prompt.reply_prefix and sentence not in shown + held
                 problems = [] if own else sentence_problems(sentence, context)
                 if not own and restates(sentence, prompt.reply_prefix):
                     problems.append("restates the grounded answer")  # "Your name is Ilse. Your name is Ida."

@@ -390,6 +390,16 @@ def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
     assert replies == ["Your brother is called Marco."] * 2
 
 
+def test_the_grounded_answer_said_again_by_the_model_is_not_shown_twice() -> None:
+    model = Repeating("Your brother is called Marco. ")  # the model copies the answer it was seeded with
+    session_host = host()
+    session_host.open(session_open())
+    link = RecordingLink(memories=["My brother is called Marco."])
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "What's my brother called?"})
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    assert [reply for *_, reply in link.recorded] == ["Your brother is called Marco."]
+
+
 def test_the_narrators_own_line_is_checked_like_a_characters() -> None:
     model = Repeating("I'm a digital audio workstation. ")
     session_host = host()

@@ -10,6 +10,7 @@ from inference.narrative.reply_checks import (
     creator_lines,
     example_turns,
     foreign_script,
+    identity_stems_of,
     sentence_problems,
     world_words_of,
 )
@@ -100,3 +101,43 @@ def test_a_line_that_calls_the_speaker_by_their_own_name_is_refused() -> None:
     assert "speaks to the character itself" in sentence_problems("Eve, a pleasure to meet you.", context)
     assert "speaks to the character itself" in sentence_problems("Dear Eve, Wednesday is here.", context)
     assert sentence_problems("Evening falls, and I am Eve, the keeper.", context) == []
+    assert "speaks of the character as someone else" in sentence_problems("Eve said she's an extra.", context)
+    assert "speaks of the character as someone else" in sentence_problems("Eve thinks nothing of it.", context)
+    assert sentence_problems("Evenings are long up here.", context) == []
+
+
+KEEPER = identity_stems_of(["Eve", "Eve is the lighthouse keeper, in her sixties. She listens more than she talks."])
+
+
+@given(
+    thing=st.sampled_from(["sea", "kettle", "name", "sound of the wind", "washing machine", "light of your day"]),
+    claim=st.sampled_from(["I am the {}.", "I'm a {}, you know.", "I was a {} once.", "Tonight I'll be the {}."]),
+)
+def test_a_character_that_says_it_is_something_its_creator_never_wrote_is_refused(thing: str, claim: str) -> None:
+    context = ReplyContext(world_words=frozenset(), identity=KEEPER)
+    problems = sentence_problems(claim.format(thing), context)
+    assert any(problem.startswith("claims to be what the character is not") for problem in problems)
+
+
+def test_what_the_creator_wrote_and_plain_words_about_oneself_pass() -> None:
+    context = ReplyContext(world_words=frozenset(), identity=KEEPER)
+    for line in (
+        "I am the lighthouse keeper, and have been for years.",
+        "I'm a good listener.",
+        "I'm the one who keeps watch.",
+        "I'm a little tired tonight.",
+        "I'm afraid of the sea.",
+    ):
+        assert sentence_problems(line, context) == [], line
+
+
+def test_a_sentence_said_in_any_reply_the_character_still_remembers_is_not_said_again() -> None:
+    context = ReplyContext(
+        world_words=frozenset(),
+        last_reply="The fog sits low tonight.",
+        earlier_replies=["I keep the lamp lit, in my sixties, precise and patient.", "Sit down."],
+    )
+    assert sentence_problems("I keep the lamp lit, in my sixties, precise and patient.", context) == [
+        "repeats an earlier reply"
+    ]
+    assert sentence_problems("The gulls are loud this morning.", context) == []
