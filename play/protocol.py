@@ -253,6 +253,16 @@ class CharacterLine(ForBrowser, tag="character_line", frozen=True):
     final: bool
 
 
+class Said(ForBrowser, tag="said", frozen=True):
+    """Words a player said to a character, for every page of the session: the page they were typed on shows
+    them already and knows itself by `browser`."""
+
+    browser: str
+    speaker: str
+    character: str
+    text: str
+
+
 class DebugPrompt(ForBrowser, tag="debug_prompt", frozen=True):
     sections: dict[str, Any]
     messages: list[Any]
@@ -265,10 +275,12 @@ class Error(ForBrowser, tag="error", frozen=True):
     sequence: int | None = None
 
 
-ForBrowserMessage = Welcome | Accepted | Status | Narration | Choices | Votes | CharacterLine | DebugPrompt | Error
+ForBrowserMessage = (
+    Welcome | Accepted | Status | Narration | Choices | Votes | CharacterLine | Said | DebugPrompt | Error
+)
 BROWSER_MESSAGES: dict[str, type[ForBrowser]] = {
     str(kind.__struct_config__.tag): kind
-    for kind in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, DebugPrompt, Error)
+    for kind in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, Said, DebugPrompt, Error)
 }
 # What the page needs to speak the protocol, handed to player.js through json_script.
 PAGE_CONSTANTS = {

@@ -251,6 +251,12 @@ def session_input_append(
         SessionEvent.objects.filter(pk=event.pk).delete()
         busy = "the world's worker is too busy to take this input; it was not kept, try again shortly"
         raise WorkerBusy(busy) from None
+    if payload["type"] == "speech":
+        # The player's other tabs, and everyone in a Live world, see what was said before the reply to it.
+        said = protocol.Said(
+            browser=browser, speaker=player.get_username(), character=payload["character"], text=payload["text"]
+        )
+        send_to_browsers(session.pk, said)
     return event, True
 
 

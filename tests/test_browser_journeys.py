@@ -265,6 +265,10 @@ def test_a_newcomer_signs_up_plays_leaves_and_comes_back_to_the_world_where_they
     screenshots(page, folder, "2-world-changed")
 
     if world.character:
+        # The same session in a second tab sees what the first one says, without a reload.
+        other_tab = page.context.new_page()
+        other_tab.goto(page.url)
+        expect(other_tab.locator("#player")).not_to_have_attribute("data-state", "connecting")
         # A world's form asks whom to talk to ("What you say"); a character's own page names them ("Say to Eve").
         page.get_by_label(re.compile(f"^(What you say|Say to {world.character})$")).fill(SAID_TO_CHARACTER)
         said = time.monotonic()
@@ -278,6 +282,11 @@ def test_a_newcomer_signs_up_plays_leaves_and_comes_back_to_the_world_where_they
         print(f"{slug}: {world.character} said: {replied}")
         assert mostly_english_words(replied), f"{world.character} did not answer in English: {replied!r}"
         screenshots(page, folder, "3-character-replied")
+        expect(other_tab.locator(".player-log li", has_text=f"You: {SAID_TO_CHARACTER}")).to_have_count(1)
+        answered = other_tab.locator(".player-log li").filter(has_text=re.compile(f"^{world.character}: "))
+        expect(answered).not_to_have_count(0)
+        screenshots(other_tab, folder, "3-second-tab")
+        other_tab.close()
 
     reached_scene = None
     if world.next_scenes:

@@ -388,6 +388,26 @@ async def test_a_player_s_second_tab_counting_from_one_is_not_taken_for_a_resend
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session).count)() == 2
 
 
+async def test_words_said_in_one_tab_reach_the_players_other_tab_naming_the_tab_they_came_from(running: Any) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    tabs = [await connect(session.pk, owner, path="/ws/play/{}/?browser=" + tab) for tab in ("tab-one-1", "tab-two-2")]
+    for tab in tabs:
+        await tab.connect()
+        assert (await tab.receive_json_from())["type"] == "welcome"
+    await tabs[0].send_json_to({"type": "speech", "character": "Eve", "text": "I'm <b>Tamsin</b>.", "seq": 1})
+    said = await tabs[1].receive_json_from(timeout=5)
+    assert said == {
+        "type": "said",
+        "browser": "tab-one-1",
+        "speaker": owner.get_username(),
+        "character": "Eve",
+        "text": "I'm <b>Tamsin</b>.",  # the page writes it as text, never as markup
+    }
+    for tab in tabs:
+        await tab.disconnect()
+
+
 @pytest.mark.parametrize(
     "query", ["browser=short", "browser=" + "x" * 65, "browser=a%20b%20c%20d%20e", "browser=&browser="]
 )

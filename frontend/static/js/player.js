@@ -263,6 +263,11 @@
         replying.delete(message.character);
         speak(message);
         break;
+      case "said":
+        // This page showed its own words as they were sent; another tab's, or another player's, arrive here.
+        if (message.browser === browserId) break;
+        say(`${message.speaker === root.dataset.viewer ? "You" : message.speaker}: ${message.text}`);
+        break;
       case "debug_prompt": showPrompt(message); break;
       case "error":
         // The worker could not apply something said to a character: no reply is coming.
@@ -435,6 +440,7 @@
     });
   }
 
+  log.scrollTop = log.scrollHeight; // the story so far the page was served ends with the latest lines
   connect();
   showStatus();
 })();
