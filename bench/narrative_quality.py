@@ -309,12 +309,18 @@ def hook_figures(embedder: Embedder, model: LanguageModel, directory: Path) -> t
     return branch, fallback
 
 
+def labelled(event: dict[str, Any]) -> tuple[str, str | None]:
+    """An event as the labels name it: a spawn with its object; a clear without the weather it ends, which the
+    labels leave out ("no more snow" is a clear)."""
+    return event["kind"], event.get("object") if event["kind"] == "spawn" else None
+
+
 def prompt_figures(embedder: Embedder, directory: Path) -> Scored:
     classifier = WorldPromptClassifier(embedder)
     scored = Scored()
     for case in load(directory, "world_prompts.json")["cases"]:
-        found = [(event["kind"], event.get("object")) for event in classifier.events(case["prompt"])]
-        expected = [(event["kind"], event.get("object")) for event in case["events"]]
+        found = [labelled(event) for event in classifier.events(case["prompt"])]
+        expected = [labelled(event) for event in case["events"]]
         scored.add(found == expected, f"{case['prompt']} -> {found} (want {expected})")
     return scored
 

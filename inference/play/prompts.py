@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from inference.world.events import OBJECT_KINDS
+from inference.world.events import CLEARED_NARRATIONS, OBJECT_KINDS
 
 # Each kind with the words and phrases that name it, as a reader of weather and times of day knows them. A
 # pattern matches whole words; a clause's kinds come out in the order they are named ("sunrise, then some
@@ -177,9 +177,26 @@ def without_negation(text: str) -> str:
 
 
 def undoing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The events that undo `events`, each kind once; none for a kind nothing undoes."""
-    kinds = dict.fromkeys(UNDOING[event["kind"]] for event in events if event["kind"] in UNDOING)
-    return [{"kind": kind} for kind in kinds]
+    """The events that undo `events`, each once; none for a kind nothing undoes. Ending a weather ends that one
+    alone: "no more snow" in a foggy world leaves the fog."""
+    undone: list[dict[str, Any]] = []
+    for event in events:
+        if event["kind"] == "clear":
+            undo = dict(event)  # "clear the mist away": clearing is an ending already, of the mist alone
+        elif event["kind"] in UNDOING:
+            undo = (
+                weather_ended(event["kind"]) if UNDOING[event["kind"]] == "clear" else {"kind": UNDOING[event["kind"]]}
+            )
+        else:
+            continue
+        if undo not in undone:
+            undone.append(undo)
+    return undone
+
+
+def weather_ended(kind: str) -> dict[str, Any]:
+    """The `clear` that ends the weather `kind` alone, or every weather for `clear` itself."""
+    return {"kind": "clear", "object": kind} if kind in CLEARED_NARRATIONS else {"kind": "clear"}
 
 
 CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b|\bplus\b)\s*", re.IGNORECASE)
@@ -249,7 +266,18 @@ def events_from_prompt(text: str) -> list[dict[str, Any]]:
 
 
 def distinct(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`events` with each event once, in order."""
+    """`events` with each event once, in order, and one `clear` where clauses asked for several: of the one
+    weather they name ("I'm tired of this mist, lift it"), or of every weather ("no fog, no rain, a clear sky")."""
+    clears = [event for event in events if event["kind"] == "clear"]
+    if len(clears) > 1:
+        named = {event["object"] for event in clears if "object" in event}
+        merged = weather_ended(named.pop()) if len(named) == 1 else {"kind": "clear"}
+        first = events.index(clears[0])
+        events = [
+            merged if index == first else event
+            for index, event in enumerate(events)
+            if event["kind"] != "clear" or index == first
+        ]
     return [event for index, event in enumerate(events) if event not in events[:index]]
 
 
@@ -284,8 +312,10 @@ def named_events(text: str) -> list[dict[str, Any]]:
             if not any(start < found.end() and found.start() < end for start, end, _ in taken):
                 taken.append((found.start(), found.end(), kind))
     kinds = [kind for _, _, kind in sorted(taken)]
-    if "clear" in kinds and set(kinds) & {"snow", "rain", "fog"}:
-        return [{"kind": "clear"}]  # "the fog should lift" names the fog to end it
+    named = set(kinds) & set(CLEARED_NARRATIONS)
+    if "clear" in kinds and named:
+        # "the fog should lift" names the fog to end it, and only the fog.
+        return [weather_ended(named.pop()) if len(named) == 1 else {"kind": "clear"}]
     if "clear" in kinds and set(kinds) & {"night", "dawn", "day"}:
         kinds.remove("clear")  # "a bright sunny afternoon" is the afternoon, "sunny" only paints it
     return [{"kind": kind} for kind in dict.fromkeys(kinds)]

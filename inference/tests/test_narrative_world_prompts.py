@@ -53,10 +53,13 @@ def test_a_question_or_a_request_to_be_told_is_no_world_change() -> None:
 
 def test_a_negation_becomes_the_event_that_undoes_what_it_names_or_none() -> None:
     classifier = WorldPromptClassifier(HashedWordsEmbedder(), WorldPromptConfig(threshold=0.5))
-    assert classifier.events("no more snow please") == [{"kind": "clear"}]
-    assert classifier.events("fog rolls in no more") == [{"kind": "clear"}]
+    assert classifier.events("no more snow please") == [{"kind": "clear", "object": "snow"}]
+    assert classifier.events("fog rolls in no more") == [{"kind": "clear", "object": "fog"}]
     assert classifier.events("no more night") == [{"kind": "day"}]
-    assert classifier.events("make it night and stop the rain") == [{"kind": "night"}, {"kind": "clear"}]
+    assert classifier.events("make it night and stop the rain") == [
+        {"kind": "night"},
+        {"kind": "clear", "object": "rain"},
+    ]
     assert classifier.events("make the tower disappear") == []  # nothing removes a spawned object
 
 
@@ -85,7 +88,7 @@ def test_minilm_maps_unseen_wordings_onto_events() -> None:
     assert classifier.events("everything disappears in mist") == [{"kind": "fog"}]
     assert [event["object"] for event in classifier.events("an oak tree grows in front of me")] == ["tree"]
     assert classifier.events("I ask the innkeeper for a room") == []
-    assert classifier.events("make the mist go away") == [{"kind": "clear"}]
+    assert classifier.events("make the mist go away") == [{"kind": "clear", "object": "fog"}]
     assert classifier.events("is it night yet?") == []
 
 
@@ -117,11 +120,15 @@ def test_the_player_acting_on_a_world_thing_changes_nothing(verb: str, thing: st
 
 
 @pytest.mark.parametrize(
-    ("prompt", "kind"),
-    [("I'm sick of this rain", "clear"), ("so tired of the dark", "day"), ("can we not have night anymore", "day")],
+    ("prompt", "undoing"),
+    [
+        ("I'm sick of this rain", {"kind": "clear", "object": "rain"}),
+        ("so tired of the dark", {"kind": "day"}),
+        ("can we not have night anymore", {"kind": "day"}),
+    ],
 )
-def test_an_aversion_asks_for_what_undoes_it(prompt: str, kind: str) -> None:
-    assert events_from_prompt(prompt) == [{"kind": kind}]
+def test_an_aversion_asks_for_what_undoes_it(prompt: str, undoing: dict[str, str]) -> None:
+    assert events_from_prompt(prompt) == [undoing]
 
 
 @pytest.mark.parametrize(
@@ -130,16 +137,16 @@ def test_an_aversion_asks_for_what_undoes_it(prompt: str, kind: str) -> None:
         ("don't make it snow", []),
         ("never let it rain here", []),
         ("don't let it be dark any more", [{"kind": "day"}]),
-        ("no more fog, I can't see a thing", [{"kind": "clear"}]),
-        ("please stop the rain, I'm soaked", [{"kind": "clear"}]),
-        ("the mist should lift", [{"kind": "clear"}]),
+        ("no more fog, I can't see a thing", [{"kind": "clear", "object": "fog"}]),
+        ("please stop the rain, I'm soaked", [{"kind": "clear", "object": "rain"}]),
+        ("the mist should lift", [{"kind": "clear", "object": "fog"}]),
         ("the tower over there looks old", []),
         ("moonlight, please", [{"kind": "night"}]),
         ("let the sun come up", [{"kind": "dawn"}]),
         ("thunder and lightning", [{"kind": "rain"}]),
         ("plant an oak and make it dusk", [{"kind": "spawn", "object": "tree"}, {"kind": "night"}]),
         ("a wolf shows up", [{"kind": "spawn", "object": "creature"}]),
-        ("turn off the snow", [{"kind": "clear"}]),
+        ("turn off the snow", [{"kind": "clear", "object": "snow"}]),
         ("it's too bright", [{"kind": "night"}]),
     ],
 )
@@ -170,16 +177,16 @@ def test_a_prohibition_asks_for_nothing(opening: str, verb: str, thing: str) -> 
     ("prompt", "expected"),
     [
         ("could a deer trot in?", [{"kind": "spawn", "object": "creature"}]),
-        ("can the drizzle ease off now?", [{"kind": "clear"}]),
+        ("can the drizzle ease off now?", [{"kind": "clear", "object": "rain"}]),
         ("will the fog lift soon?", []),
         ("make it a crisp clear morning", [{"kind": "dawn"}]),
-        ("clear the mist away please", [{"kind": "clear"}]),
+        ("clear the mist away please", [{"kind": "clear", "object": "fog"}]),
         ("first a lantern, then an oak by the path", [
             {"kind": "spawn", "object": "lantern"}, {"kind": "spawn", "object": "tree"}
         ]),
         ("a wolf over there seems hungry", []),
         ("that snow looks lovely", []),
-        ("this rain is too much", [{"kind": "clear"}]),
+        ("this rain is too much", [{"kind": "clear", "object": "rain"}]),
         ("good morning, Eve", []),
         ("make it dusk, when the bats come out", [{"kind": "night"}]),
     ],

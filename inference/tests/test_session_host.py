@@ -114,9 +114,9 @@ def test_prompts_map_onto_the_events_vocabulary() -> None:
     assert events_from_prompt("a red tower appears ahead") == [
         {"kind": "spawn", "object": "tower", "color": [200, 40, 40]}
     ]
-    assert events_from_prompt("stop the rain") == [{"kind": "clear"}]
+    assert events_from_prompt("stop the rain") == [{"kind": "clear", "object": "rain"}]
     assert events_from_prompt("tell me a joke") == []
-    assert events_from_prompt("no more snow, please") == [{"kind": "clear"}]
+    assert events_from_prompt("no more snow, please") == [{"kind": "clear", "object": "snow"}]
     assert events_from_prompt("enough of this darkness") == [{"kind": "day"}]
     assert events_from_prompt("is it going to rain?") == []
     assert events_from_prompt("tell me about the crystals") == []

@@ -56,4 +56,6 @@ def test_every_event_kind_has_its_words_and_a_change_is_told_by_what_it_is() -> 
     assert narration([{"kind": "night"}, {"kind": "snow"}]) == "Night falls. Snow begins to fall."
     assert narration([{"kind": "spawn", "object": "lantern", "color": [1, 2, 3]}]) == "A lantern appears."
     assert narration([{"kind": "clear"}, {"kind": "clear"}]) == "The sky clears."
+    assert narration([{"kind": "clear", "object": "snow"}]) == "The snow stops."
+    assert narration([{"kind": "clear", "object": "fog"}]) == "The fog lifts."
     assert narration([{"kind": "move", "name": "ana", "action": 1}]) == ""

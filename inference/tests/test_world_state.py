@@ -10,6 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from inference.world.events import parse_event
 from inference.world.spec import WorldSpec
@@ -150,6 +152,24 @@ def test_world_events_persist_until_changed() -> None:
     assert (state.time_of_day, state.weather) == ("night", "snow")
     state = replay(state, [(0, [{"kind": "fog"}]), (0, [{"kind": "clear"}])])
     assert (state.time_of_day, state.weather, state.fog) == ("night", "clear", False)
+
+
+@given(
+    weather=st.sampled_from(["clear", "snow", "rain"]),
+    fog=st.booleans(),
+    ended=st.sampled_from(["snow", "rain", "fog"]),
+)
+def test_ending_one_weather_leaves_the_others_as_they_were(weather: str, fog: bool, ended: str) -> None:
+    events = [{"kind": weather}] + ([{"kind": "fog"}] if fog else [])
+    before = step(world(), 0, [parse_event(event) for event in events])
+    after = step(before, 0, [parse_event({"kind": "clear", "object": ended})])
+    assert after.fog == (fog and ended != "fog")
+    assert after.weather == ("clear" if weather == ended else weather)
+
+
+def test_a_clear_of_a_weather_nobody_knows_is_refused() -> None:
+    with pytest.raises(ValueError, match="a 'clear' event ends one of snow, rain, fog"):
+        parse_event({"kind": "clear", "object": "sunshine"})
 
 
 def test_a_spawned_object_stands_ahead_of_the_player_on_open_floor() -> None:

@@ -12,7 +12,7 @@ immediate and persists in the world state, and so in every snapshot, until anoth
 | snow | `{"kind": "snow"}` | falling snowflakes and a white ground; replaces rain |
 | rain | `{"kind": "rain"}` | falling rain streaks, a greyer and darker scene; replaces snow |
 | fog | `{"kind": "fog"}` | distance fades into fog |
-| clear | `{"kind": "clear"}` | stops snow or rain and lifts the fog |
+| clear | `{"kind": "clear", "object": "fog"}` | ends snow, rain and fog, or only the one `object` names |
 | spawn | `{"kind": "spawn", "object": "tower", "color": [r, g, b]}` | an object a few steps ahead, before the wall |
 | join | `{"kind": "join", "name": "ana", "color": [r, g, b]}` | a Live participant's avatar appears by the player |
 | move | `{"kind": "move", "name": "ana", "action": 5}` | the keys that participant holds, until the next move |
@@ -33,6 +33,8 @@ from typing import Any
 
 TIME_OF_DAY_KINDS = ("day", "dawn", "night")
 WEATHER_KINDS = ("clear", "snow", "rain")
+# What a `clear` may end alone, and how the narrator says it ends.
+CLEARED_NARRATIONS = {"snow": "The snow stops.", "rain": "The rain stops.", "fog": "The fog lifts."}
 OBJECT_KINDS = ("tower", "tree", "lantern", "crystal", "creature")
 EVENT_KINDS = ("night", "dawn", "day", "snow", "rain", "fog", "clear", "spawn", "join", "move", "leave", "approach")
 
@@ -83,7 +85,9 @@ class WorldEvent:
 def narration(events: list[dict[str, Any]]) -> str:
     """The change `events` make, in words: "Night falls. A lantern appears." (each phrase once)."""
     phrases = [
-        EVENT_NARRATIONS.get(str(event.get("kind")), "").format(object=event.get("object"), name=event.get("name"))
+        CLEARED_NARRATIONS[event["object"]]
+        if event.get("kind") == "clear" and event.get("object") in CLEARED_NARRATIONS
+        else EVENT_NARRATIONS.get(str(event.get("kind")), "").format(object=event.get("object"), name=event.get("name"))
         for event in events
     ]
     return " ".join(dict.fromkeys(phrase for phrase in phrases if phrase))
@@ -109,6 +113,7 @@ def _parse_name(event: dict[str, Any]) -> str:
 
 
 _FIELDS_BY_KIND: dict[str, set[str]] = {
+    "clear": {"kind", "object"},
     "spawn": {"kind", "object", "color"},
     "join": {"kind", "name", "color"},
     "move": {"kind", "name", "action"},
@@ -143,4 +148,8 @@ def parse_event(event: dict[str, Any]) -> WorldEvent:
         return WorldEvent(kind=kind, name=_parse_name(event), action=action)
     if kind in ("leave", "approach"):
         return WorldEvent(kind=kind, name=_parse_name(event))
+    if kind == "clear" and "object" in event:
+        if event["object"] not in CLEARED_NARRATIONS:
+            raise ValueError(f"a 'clear' event ends one of {', '.join(CLEARED_NARRATIONS)}, got {event['object']!r}")
+        return WorldEvent(kind=kind, object=event["object"])
     return WorldEvent(kind=kind)

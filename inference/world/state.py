@@ -343,6 +343,10 @@ def apply_event(state: WorldState, event: WorldEvent) -> WorldState:
     if event.kind == "fog":
         return replace(state, fog=True)
     if event.kind == "clear":
+        if event.object == "fog":
+            return replace(state, fog=False)
+        if event.object is not None:  # the snow, or the rain, stops; any other weather stays
+            return replace(state, weather="clear") if state.weather == event.object else state
         return replace(state, weather="clear", fog=False)
     if event.kind == "spawn":
         assert event.object is not None
