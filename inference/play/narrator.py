@@ -485,10 +485,10 @@ class Narrator:
         self, model: LanguageModel, messages: list[Message], setting: Setting, link: PlatformLink, session: str
     ) -> str:
         """The narrator's line for `messages`, checked as a character's reply is; "" when every sample failed."""
-        context = ReplyContext(world_words=setting.world_words)
-        topic = self.embedder.embed(
-            [" ".join(message["content"] for message in messages if message["role"] == "user")]
-        )[0]
+        said = " ".join(message["content"] for message in messages if message["role"] == "user")
+        # "is it going to rain?" told back word for word is no narration.
+        context = ReplyContext(world_words=setting.world_words, player_line=said)
+        topic = self.embedder.embed([said])[0]
         for _ in range(self.config.resamples + 1):
             text = complete(model, messages, self.config.narration).strip()
             problems = [problem for sentence in sentences_of(text) for problem in sentence_problems(sentence, context)]

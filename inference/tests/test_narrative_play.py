@@ -400,11 +400,18 @@ def test_the_grounded_answer_said_again_by_the_model_is_not_shown_twice() -> Non
     assert [reply for *_, reply in link.recorded] == ["Your brother is called Marco."]
 
 
-def test_the_narrators_own_line_is_checked_like_a_characters() -> None:
-    model = Repeating("I'm a digital audio workstation. ")
+@pytest.mark.parametrize(
+    ("written", "typed"),
+    [
+        ("I'm a digital audio workstation. ", "I sing a sea shanty to the gulls"),
+        ("Is it going to rain? ", "is it going to rain?"),  # the player's words told back are no narration
+    ],
+)
+def test_the_narrators_own_line_is_checked_like_a_characters(written: str, typed: str) -> None:
+    model = Repeating(written)
     session_host = host()
     session_host.open(session_open())
-    session_host.input("s", 1, {"type": "prompt", "text": "I sing a sea shanty to the gulls"})
+    session_host.input("s", 1, {"type": "prompt", "text": typed})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
     assert model.asked == 3
