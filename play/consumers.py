@@ -123,6 +123,9 @@ class PlayConsumer(DatabaseCallConsumer):
         await self.frames.group_add(self.group, self.frames_channel)
         self.frames_reader = asyncio.create_task(self.frames_read())
         self.presence_keeper = asyncio.create_task(self.presence_keep())
+        # Read again now that the groups are joined: a status the session took before this (dispatched while the
+        # socket was opening) is in the welcome, and every later one reaches this socket as a message.
+        await database_call(self.session.refresh_from_db)(fields=["status"])
         await self.accept()
         # The session's status field holds exactly the states the protocol names.
         status = cast(protocol.SessionStatus, self.session.status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
@@ -386,6 +388,37 @@ async def test_a_player_s_second_tab_counting_from_one_is_not_taken_for_a_resend
     await tabs[1].send_json_to({"type": "pause", "seq": 1})  # the second tab resends after a reconnect
     assert (await tabs[1].receive_json_from())["duplicate"] is True
     assert await database_sync_to_async(SessionEvent.objects.filter(session=session).count)() == 2
+
+
+async def test_a_session_dispatched_while_its_socket_joins_is_welcomed_as_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from play import consumers
+
+    session = await database_sync_to_async(PlaySessionFactory)(status="queued")
+    owner = await database_sync_to_async(lambda: session.owner)()
+    frames_layer = consumers.get_channel_layer
+
+    def dispatched_meanwhile(alias: str) -> Any:
+        # Runs between the consumer's reading the session and its welcome, as a dispatch in another process would;
+        # on a thread of its own, since the event loop's thread may not touch the database.
+        def flip_status() -> None:
+            try:
+                PlaySession.objects.filter(pk=session.pk).update(status="running")
+            finally:
+                connection.close()
+
+        flip = threading.Thread(target=flip_status)
+        flip.start()
+        flip.join()
+        return frames_layer(alias)
+
+    monkeypatch.setattr(consumers, "get_channel_layer", dispatched_meanwhile)
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    welcome = await communicator.receive_json_from()
+    assert (welcome["type"], welcome["status"]) == ("welcome", "running")
+    await communicator.disconnect()
 
 
 async def test_words_said_in_one_tab_reach_the_players_other_tab_naming_the_tab_they_came_from(running: Any) -> None:
