@@ -124,6 +124,6 @@ def test_two_characters_of_one_name_are_told_apart_by_the_live_worlds_they_are_m
         eves.append(eve)
     WorldFactory(title="Secret draft").characters.add(eves[0])
     listing = player_client.get(reverse("memories:remembered_by")).content.decode()
-    assert "of Harbour" in listing and "of Forest" in listing and "Secret draft" not in listing
+    assert "Met in Harbour" in listing and "Met in Forest" in listing and "Secret draft" not in listing
     page = player_client.get(reverse("memories:character", args=[eves[1].pk])).content.decode()
-    assert "Eve of Forest" in page and "Harbour" not in page
+    assert "Met in Forest" in page and "Harbour" not in page
