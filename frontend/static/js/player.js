@@ -252,6 +252,7 @@
         awaitingChoices = message.choices.length === 0 && !message.ended;
         storyEnded = message.ended;
         showChoices(message.choices);
+        if (storyEnded) showEnding();
         break;
       case "votes":
         if (!choiceBar) break;
@@ -370,6 +371,19 @@
       });
       choiceBar.append(button);
     });
+  }
+
+  // Where the choices stood: the story's end, said where the player was looking for what comes next.
+  function showEnding() {
+    if (!choiceBar) return;
+    const ending = document.createElement("p");
+    ending.className = "player-ending";
+    ending.append("The story has ended. ");
+    const again = document.createElement("a");
+    again.href = root.dataset.again;
+    again.textContent = "Play it again";
+    ending.append(again);
+    choiceBar.replaceChildren(ending);
   }
 
   function send(type, fields = {}) {
