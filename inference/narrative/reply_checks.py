@@ -176,13 +176,32 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
     return problems
 
 
+# A sentence that opens by calling someone by name: "Jodi, I'm glad you're here."
+OPENING_VOCATIVE = re.compile(r"^\W*([A-Z][a-z']+)\s*[,!]")
+# The words a sentence opens with before a comma that call nobody: "Well, …", "Honestly, …" (a closed class).
+DISCOURSE_MARKERS = {
+    "well", "now", "yes", "yeah", "no", "nope", "still", "look", "listen", "sure", "right", "aye", "nay", "honestly",
+    "sadly", "besides", "anyway", "indeed", "however", "alas", "hmm", "mmm", "hm", "ah", "aha", "oh", "ooh", "ha",
+    "hah", "huh", "eh", "so", "then", "there", "here", "please", "thanks", "sorry", "okay", "ok", "fine", "good",
+    "perhaps", "maybe", "truly", "frankly", "mind", "careful", "quick", "quiet", "hush", "easy", "wait", "come",
+    "go", "true", "agreed", "certainly", "naturally", "surely", "dear", "friend", "child", "lad", "lass", "love",
+    "stranger", "traveller", "traveler", "visitor", "welcome", "hello", "hi", "hey", "goodbye", "bye", "evening",
+    "morning", "afternoon", "night", "tonight", "today", "tomorrow", "yesterday", "first", "second", "finally",
+    "also", "again", "once", "twice", "strange", "funny", "odd", "lovely", "aw", "ugh", "ahoy",
+}  # fmt: skip
+
+
 def unknown_names(sentence: str, known_words: frozenset[str]) -> list[str]:
     """Capitalised words after a sentence's first that nothing the model was given uses ("in Tokyo, Japan",
-    "Zadie"): a small model's web text showing through a character."""
+    "Zadie"), and a name the sentence opens by calling someone ("Jodi, I'm glad…" to a player who said she is
+    Rosalind): a small model's web text showing through a character."""
     tokens = WORD.findall(sentence)
+    called = OPENING_VOCATIVE.match(sentence)
+    opening = [called.group(1)] if called and called.group(1).lower() not in DISCOURSE_MARKERS else []
+    checked = opening + tokens[1:]
     return [
         token
-        for token in tokens[1:]
+        for token in checked
         if token[:1].isupper() and token.lower() not in known_words and token.lower() not in EVERYDAY_CAPITALISED
     ]
 

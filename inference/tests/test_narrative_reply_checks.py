@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inference.narrative.reply_checks import (
+    DISCOURSE_MARKERS,
     ReplyContext,
     creator_lines,
     example_turns,
@@ -94,6 +95,20 @@ def test_a_name_nothing_the_model_was_given_uses_is_refused_where_names_are_chec
     )
     assert sentence_problems("Aldo waits on the pier, Sir, every Sunday.", checked) == []
     assert sentence_problems("I was in Tokyo.", ReplyContext(world_words=frozenset())) == []
+
+
+NAMES = st.from_regex(r"[A-Z][a-z]{2,8}", fullmatch=True).filter(lambda name: name.lower() not in DISCOURSE_MARKERS)
+
+
+@given(called=NAMES)
+def test_a_sentence_that_opens_by_calling_someone_a_name_nobody_said_is_refused(called: str) -> None:
+    known = frozenset({"rosalind", "eve", "glad", "you're", "here"})
+    checked = ReplyContext(world_words=frozenset(), known_words=known)
+    problems = sentence_problems(f"{called}, I'm glad you're here.", checked)
+    assert (called.lower() in known) != any(f"never mentions: {called}" in problem for problem in problems)
+    assert sentence_problems("Rosalind, I'm glad you're here.", checked) == []
+    for opening in ("Well", "Honestly", "Aye", "Evening", "Stranger"):
+        assert sentence_problems(f"{opening}, I'm glad you're here.", checked) == [], opening
 
 
 def test_a_line_that_calls_the_speaker_by_their_own_name_is_refused() -> None:
