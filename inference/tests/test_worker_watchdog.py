@@ -49,6 +49,14 @@ class FakePlatform:
     def messages_of(self, kind: str) -> list[protocol.WorkerToPlatform]:
         return [message for _, message in self.received if protocol.type_of(message) == kind]
 
+    def heard(self, kind: str, *, within_seconds: float) -> list[protocol.WorkerToPlatform]:
+        """The messages of `kind`, once one has come: a worker's last words before it exits are read on the
+        server's thread, which may not have got to them when the worker's own call returns."""
+        deadline = time.monotonic() + within_seconds
+        while not self.messages_of(kind) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.messages_of(kind)
+
 
 @pytest.fixture
 def platform() -> Iterator[FakePlatform]:
@@ -106,7 +114,7 @@ def test_a_worker_whose_engine_thread_is_stuck_stops_beating_tells_the_player_an
     assert time.monotonic() - stuck_at < ENGINE_STUCK_SECONDS + 3
     # No heartbeat claims health once the engine thread is past its budget.
     assert all(at < stuck_at + ENGINE_STUCK_SECONDS + 0.2 for at in platform.times_of("worker.heartbeat"))
-    (told,) = platform.messages_of("session.error")
+    (told,) = platform.heard("session.error", within_seconds=2)
     assert isinstance(told, protocol.SessionError)
     assert told.session == SESSION and "stopped its worker" in told.error
 
