@@ -245,6 +245,8 @@ def conversation_figures(
     for case in conversations[:1] if quick else conversations:
         talk = Conversation(narrator, case["world"], case["player_name"], case["character"])
         setting = talk.setting
+        sheet = talk.member.sheet
+        identity = identity_stems_of([sheet.name, sheet.persona, sheet.personality])
         transcript.append(f"\n### {case['character']} ({case['world']}) and {case['player_name']}\n")
         # Quick: the introductions and the questions that ask for them back, without the talk in between.
         turns = [turn for index, turn in enumerate(case["turns"]) if not quick or index < 3 or turn["expect_words"]]
@@ -258,13 +260,12 @@ def conversation_figures(
             transcript += [f"- **{case['player_name']}:** {turn['say']}", f"  **{case['character']}:** {reply}"]
             if turn["expect_words"]:
                 memory.add(contains_all(reply, turn["expect_words"]), f"{turn['say']} -> {reply}")
-            sheet = talk.member.sheet
             context = ReplyContext(
                 world_words=setting.world_words,
                 last_reply=last_reply,
                 player_name=case["player_name"],
                 earlier_replies=earlier_replies(talk.history[:-2]),
-                identity=identity_stems_of([sheet.name, sheet.persona, sheet.personality]),
+                identity=identity,
             )
             own = reply not in {line for line in creator_lines_of(talk)}
             checked = all(not sentence_problems(sentence, context) for sentence in talk.link.lines)

@@ -161,6 +161,7 @@ class Narrator:
             link.send(SessionError(session=job.session, error=refusal))
             return
         history: list[Message] = job.data["history"]
+        replies = [message["content"] for message in history if message["role"] == "assistant"]
         recent = [message["content"] for message in history[-4:]] + [said]
         query = self.embedder.embed([said])[0]  # (D,)
         recalled = link.recall(
@@ -189,7 +190,7 @@ class Narrator:
             # two memories, so the best one grounds the reply however close the runner-up.
             knowledge = dataclasses.replace(self.config.prompting, grounding_margin=0.0)
             # A sentence the character said in a reply it still remembers would be said again word for word.
-            replied = " ".join(message["content"] for message in history if message["role"] == "assistant")
+            replied = " ".join(replies)
             unsaid = [fact for fact in known if fact.text not in replied]
             grounding = grounding_fact(said, query, unsaid, knowledge)
         prompt = character_prompt(
@@ -208,7 +209,6 @@ class Narrator:
         )
         messages = [{"role": message["role"], "content": message["content"]} for message in prompt.messages]
         link.send(SessionDebugPrompt(session=job.session, character=name, sections=prompt.sections, messages=messages))
-        replies = [message["content"] for message in history if message["role"] == "assistant"]
         last_reply = replies[-1] if replies else ""
         context = ReplyContext(
             setting.world_words,

@@ -71,11 +71,8 @@ COLOR_WORDS: dict[str, tuple[int, int, int]] = {
 }  # fmt: skip
 
 
-# The event that undoes each kind; a kind missing here has none. Clearing is an ending already: "clear the fog
-# away" negates what it ends twice over.
-UNDOING: dict[str, str] = {
-    "snow": "clear", "rain": "clear", "fog": "clear", "night": "day", "day": "night", "clear": "clear"
-}  # fmt: skip
+# The event that undoes each kind; a kind missing here has none (a clear is an ending already, see `undoing`).
+UNDOING: dict[str, str] = {"snow": "clear", "rain": "clear", "fog": "clear", "night": "day", "day": "night"}
 NEGATION = re.compile(
     r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
     r"go(?:es)? away|away|get rid of|eas(?:e|es|ing) off|di(?:e|es|ing) down|let(?:s|ting)? up|blow(?:s|ing)? over|"
@@ -183,10 +180,10 @@ def undoing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for event in events:
         if event["kind"] == "clear":
             undo = dict(event)  # "clear the mist away": clearing is an ending already, of the mist alone
+        elif UNDOING.get(event["kind"]) == "clear":
+            undo = weather_ended({event["kind"]})
         elif event["kind"] in UNDOING:
-            undo = (
-                weather_ended(event["kind"]) if UNDOING[event["kind"]] == "clear" else {"kind": UNDOING[event["kind"]]}
-            )
+            undo = {"kind": UNDOING[event["kind"]]}
         else:
             continue
         if undo not in undone:
@@ -194,9 +191,11 @@ def undoing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return undone
 
 
-def weather_ended(kind: str) -> dict[str, Any]:
-    """The `clear` that ends the weather `kind` alone, or every weather for `clear` itself."""
-    return {"kind": "clear", "object": kind} if kind in CLEARED_NARRATIONS else {"kind": "clear"}
+def weather_ended(weathers: set[str]) -> dict[str, Any]:
+    """The `clear` that ends the one weather named alone, or every weather when several (or none) are."""
+    if len(weathers) == 1 and (weather := next(iter(weathers))) in CLEARED_NARRATIONS:
+        return {"kind": "clear", "object": weather}
+    return {"kind": "clear"}
 
 
 CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b|\bplus\b)\s*", re.IGNORECASE)
@@ -270,8 +269,7 @@ def distinct(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     weather they name ("I'm tired of this mist, lift it"), or of every weather ("no fog, no rain, a clear sky")."""
     clears = [event for event in events if event["kind"] == "clear"]
     if len(clears) > 1:
-        named = {event["object"] for event in clears if "object" in event}
-        merged = weather_ended(named.pop()) if len(named) == 1 else {"kind": "clear"}
+        merged = weather_ended({event["object"] for event in clears if "object" in event})
         first = events.index(clears[0])
         events = [
             merged if index == first else event
@@ -314,8 +312,7 @@ def named_events(text: str) -> list[dict[str, Any]]:
     kinds = [kind for _, _, kind in sorted(taken)]
     named = set(kinds) & set(CLEARED_NARRATIONS)
     if "clear" in kinds and named:
-        # "the fog should lift" names the fog to end it, and only the fog.
-        return [weather_ended(named.pop()) if len(named) == 1 else {"kind": "clear"}]
+        return [weather_ended(named)]  # "the fog should lift" names the fog to end it, and only the fog
     if "clear" in kinds and set(kinds) & {"night", "dawn", "day"}:
         kinds.remove("clear")  # "a bright sunny afternoon" is the afternoon, "sunny" only paints it
     return [{"kind": kind} for kind in dict.fromkeys(kinds)]

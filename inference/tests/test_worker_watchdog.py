@@ -126,9 +126,7 @@ def test_the_in_process_worker_of_serve_is_started_afresh_when_its_engine_thread
     background = worker.BackgroundWorker(config(platform))
     background.start()
     try:
-        deadline = time.monotonic() + 15
-        while len(platform.messages_of("session.opened")) < 1 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        platform.heard("session.opened", within_seconds=15)
         assert background.restarts == 1
         assert len(platform.messages_of("worker.hello")) == 2
         # The fresh worker opened the session the stuck one could not, and beats again.
