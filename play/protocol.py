@@ -279,8 +279,7 @@ ForBrowserMessage = (
     Welcome | Accepted | Status | Narration | Choices | Votes | CharacterLine | Said | DebugPrompt | Error
 )
 BROWSER_MESSAGES: dict[str, type[ForBrowser]] = {
-    str(kind.__struct_config__.tag): kind
-    for kind in (Welcome, Accepted, Status, Narration, Choices, Votes, CharacterLine, Said, DebugPrompt, Error)
+    str(kind.__struct_config__.tag): kind for kind in get_args(ForBrowserMessage)
 }
 # What the page needs to speak the protocol, handed to player.js through json_script.
 PAGE_CONSTANTS = {
