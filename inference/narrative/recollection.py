@@ -82,8 +82,9 @@ STOP_WORDS = {
     "i've", "can't", "don't", "didn't", "won't", "couldn't", "that's", "you're", "you'd", "d'you",
 }  # fmt: skip
 NUMBER_WORD = (
-    r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
-    r"hundred|a dozen|dozen)"
+    r"(?:\d+|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[- ](?:one|two|three|four|five|six|"
+    r"seven|eight|nine))?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    r"fifteen|sixteen|seventeen|eighteen|nineteen|hundred|thousand|a dozen|dozen)"
 )
 NAME_AFTER = re.compile(
     r"\b(?i:called|named|name is|name's|names are|i'm|i am|calls? me|known as)\s+(?:the\s+)?"
@@ -163,6 +164,21 @@ QUESTION_WORD_BASES = frozenset(QUESTION_WORDS.values())
 ASKS_FOR_ADVICE = re.compile(
     r"\b(?:should|shall|must|ought|can|could|may|might)\s+i\b|^how\b(?!\s+(?:many|much|old|long)\b)", re.I
 )
+# What is the player's: "what could I pull out of my pocket?" asks what they have, not what they should do.
+OWN_THINGS = re.compile(r"\b(?:my|mine|me|myself)\b", re.I)
+# "Why might I be the one to…", "why would I be first out the door": a question about what the player is.
+OWN_ROLE = re.compile(r"\bwhy\s+(?:might|would|could|should|will|am|do)\s+i\b", re.I)
+# One thing that happened: a past verb after the player or anyone, or a time that was.
+PAST_NARRATION = re.compile(
+    rf"\b(?i:i|we|he|she|they|you|someone|somebody|everyone)\s+(?:\w+ly\s+)?(?i:was|were|did|had|got|"
+    rf"{'|'.join(IRREGULAR)}|(?!need|feed|breed|speed|bleed|seed|weed)\w+ed)\b|"
+    rf"\b[A-Z][a-z]+\s+(?:{'|'.join(IRREGULAR)}|(?!need|feed|breed|speed|bleed|seed|weed)[a-z]+ed)\b(?!\s+(?:to|of)\b)|"
+    r"\b(?i:yesterday|this morning|last night|earlier|on the way|today|just now)\b"
+)
+# A question that asks for a fact by what it would mean: "If you cook for me, what should stay off my plate?"
+SUPPOSING = re.compile(
+    r"\b(?:if|would|wouldn't|should|shouldn't|could|might|will|won't|must|mustn't|better|gonna)\b|'d\b|'ll\b", re.I
+)
 # The player hedging a question about the world ("mostly fish, I'd guess?") says nothing of themselves.
 HEDGE = re.compile(
     r"\b(?:i'd (?:guess|say|imagine|think)|i (?:guess|think|suppose|reckon|bet|imagine|expect|wonder)|i'm (?:guessing|"
@@ -224,6 +240,17 @@ class RecollectionConfig:
     # "Do you remember the storm?" names nothing of the player's: one of their sentences answers it only when
     # it is about the same thing.
     min_cosine_remembered: float = 0.5
+    # A question about the player that asks for a fact by what it is for ("why would I be first out the door
+    # if something buzzed in the eaves?") shares no word with the fact and holds no span a rule can type, yet
+    # the player's own sentence nearest to it in meaning is usually the one meant: it answers a question put
+    # with a question word and as a supposition ("if", "would", "should") when no other of the player's
+    # sentences is nearer and it is at least this near. A plain question ("what did I have for breakfast?")
+    # names what it asks for, and a yes-or-no question ("Did I put my foot in it?") rarely asks for what the
+    # player told; neither is answered by whatever the player said nearest to it.
+    min_cosine_nearest_own: float = 0.2
+    # Such a question asks what the player is, keeps or cannot abide, which they tell in the present ("I keep
+    # bees", "Hornets scare me"), not one thing that happened on the way ("I bought a scarf from a weaver").
+    lasting_weight: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -263,6 +290,13 @@ def question_asked(text: str) -> str:
     return RAMBLE.sub("", question).strip() or question
 
 
+def question_sentence(text: str) -> str:
+    """The whole sentence that holds the line's question, with the clause before its question word: "So the
+    lamp's out? I can't see a thing." -> "So the lamp's out?"."""
+    asked = [match.group().strip() for match in SENTENCE.finditer(text) if match.group().strip().endswith("?")]
+    return asked[-1] if asked else text
+
+
 def stem(word: str) -> str:
     """A crude stem, enough that "sisters" meets "sister", "sailing" meets "sail" and "lost" meets "lose"."""
     if word in IRREGULAR:
@@ -286,15 +320,22 @@ def reads_as_question(line: str, asked: str) -> bool:
 def asks_about_the_player(question: str, previous: str = "") -> bool:
     """A question about what the player is, has, did or knows ("What was my brother called?", "Do you even
     remember who you're talking to?"), or about someone of theirs that the player's previous line
-    (`previous`) named ("And her name?")."""
+    (`previous`) named ("And her name?").
+
+    The player may be named only in the clause before the question word: "If I went missing out here, where
+    would you send word?"; a sentence before or after the question ("I'm sorry. What was your brother like?")
+    does not make it about the player."""
     question = normalised(question)
     asked = question_asked(question)
-    if not reads_as_question(question.strip(), asked) or ASKS_FOR_ADVICE.search(asked):
+    # "What should I call you?" asks for advice; "what could I pull out of my pocket?" and "why might I be the
+    # one to mend it?" ask what the player has or is.
+    advice = ASKS_FOR_ADVICE.search(asked) and not OWN_THINGS.search(asked) and not OWN_ROLE.search(asked)
+    if not reads_as_question(question.strip(), asked) or advice:
         return False
-    if ASKS_OF_THE_WORLD.search(asked) and not re.search(r"\b(?:my|mine|me|myself)\b", asked, re.I):
+    if ASKS_OF_THE_WORLD.search(asked) and not OWN_THINGS.search(asked):
         return False
     return (
-        bool(ABOUT_THE_PLAYER.search(HEDGE.sub("", asked)))
+        bool(ABOUT_THE_PLAYER.search(HEDGE.sub("", question_sentence(question))))
         or bool(OWN_NAME.search(question))
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )
@@ -307,20 +348,26 @@ def asks_to_remember(question: str) -> bool:
 
 
 def answer_kind(question: str) -> str:
-    """What the question's own question word asks for; a clause after it ("when I can't sleep") does not count."""
+    """What the question's own question word asks for; a clause after it ("when I can't sleep") does not count.
+    The question word decides first: "who hauls my vegetables into town?" wants a person, not a town, and "how
+    many little ones call me granny?" a number, not a name."""
     asked = [QUESTION_WORDS.get(word, word) for word in words(question)]
     leading = next((word for word in asked if word in QUESTION_WORD_BASES), "")
     following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
     names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
     place_asked = bool(set(asked) & {"town", "city", "village", "country"}) or bool(COMES_FROM.search(question))
-    if leading == "where" or (not names_asked and place_asked):
+    if leading == "where":
         return PLACE
+    if leading == "when" or (leading in ("how", "what") and following & NUMBER_WORDS):
+        return NUMBER
+    if leading == "why":
+        return THING
     if names_asked:
         return NAME
     if leading in ("who", "whom"):
         return PERSON
-    if leading == "when" or (leading in ("how", "what") and following & NUMBER_WORDS):
-        return NUMBER
+    if place_asked:
+        return PLACE
     return THING
 
 
@@ -341,6 +388,12 @@ def anchors_of(text: str) -> set[str]:
 def said_of_self(sentence: str) -> bool:
     """Whether the player speaks of themselves in the sentence, not only of the world around them."""
     return bool(SELF_WORD.search(sentence))
+
+
+def lasting(sentence: str) -> bool:
+    """Whether the sentence tells how things stand rather than one thing that happened: "I keep a goat", "Hornets
+    scare me", not "I bought a scarf this morning" or "A girl showed me a shell"."""
+    return not PAST_NARRATION.search(sentence)
 
 
 def answer_span(sentence: str, kind: str, from_where: bool = False) -> str:
@@ -442,7 +495,13 @@ def recollect(
     if own_name:
         kind = NAME  # "who am I?" and "who you're talking to" want the player's name, not a description
     alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
-    for sentence, cosine in zip(candidates, cosines.tolist(), strict=True):
+    supposing = about_the_player and bool(set(words(asked)) & set(QUESTION_WORDS)) and bool(SUPPOSING.search(question))
+    own = [said_of_self(sentence) for sentence in candidates]
+    # (S,): how near each of the player's own sentences is to a supposing question, lasting facts first
+    lasting_own = np.array([mine and lasting(sentence) for sentence, mine in zip(candidates, own, strict=True)])
+    nearness = cosines + config.lasting_weight * lasting_own
+    nearest_own = max((near for near, mine in zip(nearness.tolist(), own, strict=True) if mine), default=1.0)
+    for sentence, cosine, near, own_words in zip(candidates, cosines.tolist(), nearness.tolist(), own, strict=True):
         answer = answer_span(sentence, kind, from_where)
         if not answer and kind != THING:
             continue
@@ -450,7 +509,6 @@ def recollect(
         overlap = min(len(topic & stems), 2) / 2 if topic else 0.0
         anchored = bool(anchors & anchors_of(sentence))
         told = kinds_told(sentence)
-        own_words = said_of_self(sentence)
         if own_name and not (anchored or NAME_FACT in told):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
         if anchors and not anchored and not own_words:
@@ -464,7 +522,8 @@ def recollect(
         )
         if near_only and not (own_words and answer and kind in (NAME, PERSON) and cosine >= alone):
             continue
-        if not (anchored or own_name or typed or fact or overlap > 0 or cosine >= alone):
+        nearest = supposing and own_words and near >= nearest_own and cosine >= config.min_cosine_nearest_own
+        if not (anchored or own_name or typed or fact or nearest or overlap > 0 or cosine >= alone):
             continue
         score = (
             cosine
@@ -474,6 +533,7 @@ def recollect(
             + config.self_weight * own_words
             + config.kind_weight * came_from
             + config.fact_weight * fact
+            + config.lasting_weight * (supposing and own_words and lasting(sentence))
         )
         if best is None or score > best[0]:
             statement = statement_of(sentence, answer, asked, kind)

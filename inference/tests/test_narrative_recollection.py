@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from inference.language.embedding import default_embedder
 from inference.narrative.memory import extract_memories
-from inference.narrative.recollection import answer_span, asks_about_the_player, recollect, sentences_of
+from inference.narrative.recollection import (
+    answer_kind,
+    answer_span,
+    asks_about_the_player,
+    recollect,
+    sentences_of,
+)
 
 EMBEDDER = default_embedder()
 
@@ -298,3 +304,58 @@ def test_the_players_name_matters_most_of_all_they_tell() -> None:
 def test_a_question_the_player_only_hedges_is_not_about_them(question: str) -> None:
     assert not asks_about_the_player(question)
     assert asks_about_the_player(question.replace("the fishermen", "I").replace("the ferry", "my ferry"))
+
+
+@pytest.mark.parametrize(
+    ("fact", "question"),
+    [
+        ("Wasps terrify me.", "If we hear buzzing by the window, why would I bolt?"),
+        ("I keep three hives of bees behind my cottage.", "If you wanted honey, why would you come to me?"),
+        ("I repair clocks for a living.", "If your mantel clock stopped, why should you bring it to me?"),
+        ("I can't swim a stroke.", "Why would I refuse to row out with you?"),
+    ],
+)
+def test_a_supposing_question_is_answered_by_the_players_lasting_fact_nearest_in_meaning(
+    fact: str, question: str
+) -> None:
+    told_on_the_way = [
+        "I bought a loaf from a baker in the square this morning.",
+        "I saw a heron standing in the reeds.",
+        "A carter gave me a lift as far as the mill.",
+    ]
+    found = recollect(question, EMBEDDER.embed([question])[0], [*told_on_the_way, fact], EMBEDDER)
+    assert found is not None
+    assert found.sentence == fact
+
+
+@pytest.mark.parametrize(
+    ("question", "about"),
+    [
+        ("If I got lost in the fog, where would you send word?", True),
+        ("What could I take out of my bag to help?", True),
+        ("Why might I be the one to fix it?", True),
+        ("What should I call you?", False),
+        ("So the lamp's really out? I couldn't see a thing.", False),
+        ("I'm sorry. What was your sister like?", False),
+    ],
+)
+def test_the_player_is_asked_about_only_within_the_question_sentence(question: str, about: bool) -> None:
+    assert asks_about_the_player(question) is about
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("Who carries my parcels into town each week?", "person"),
+        ("How many cousins did I say call me uncle?", "number"),
+        ("Why wouldn't I mind if my house drifted down the canal?", "thing"),
+        ("Which town should the letter go to?", "place"),
+    ],
+)
+def test_the_question_word_decides_the_kind_of_answer_before_other_words(question: str, kind: str) -> None:
+    assert answer_kind(question) == kind
+
+
+@given(st.sampled_from(["thirteen", "fourteen", "seventeen", "sixty", "ninety-nine", "a dozen", "twenty three"]))
+def test_every_number_word_is_a_number_span(number: str) -> None:
+    assert answer_span(f"I have moved house {number} times.", "number").startswith(number.split("-")[0].split()[0])
