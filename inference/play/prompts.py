@@ -8,7 +8,7 @@ front of it; this list stays as the fallback that needs no model.
 Words about the weather are not always a wish for it. A question ("is it going to rain?") or a request to be
 told ("tell me about the crystals") changes nothing, nor does the player acting on the world ("I walk into the
 rain"): `asks_for_words` sends it to the narrator; a request put as a question ("could it be daytime?", "can
-you make it rain?") still asks for the change. A negation or an aversion ("no more snow", "make the fog go
+you make it rain?") still asks for the change. A negation, an undoing or an aversion ("no more snow", "undo the rain", "make the fog go
 away", "I'm sick of this rain") asks for the event that undoes what it names (`UNDOING`, from the table in
 inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each other); what nothing undoes
 (a spawned tower, the dawn) yields no event. `negated` finds the negation and `without_negation` leaves
@@ -76,7 +76,8 @@ UNDOING: dict[str, str] = {"snow": "clear", "rain": "clear", "fog": "clear", "ni
 NEGATION = re.compile(
     r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
     r"go(?:es)? away|away|get rid of|eas(?:e|es|ing) off|di(?:e|es|ing) down|let(?:s|ting)? up|blow(?:s|ing)? over|"
-    r"rid of|remove|banish|dispel|disperse|cease|halt|(?:disappear|vanish)\w*(?=\W*$)|"
+    r"rid of|remove|banish|dispel|disperse|cease|halt|undo(?:es|ing|ne)?|reverse[sd]?|reversing|cancel\w*|"
+    r"take (?:back|away)|call off|(?:disappear|vanish)\w*(?=\W*$)|"
     r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont|"
     r"(?:sick|tired|weary) of|fed up with|had enough of|hate|can't stand|out of here|be gone|begone|away with|"
     r"chase (?:off|out)|drive (?:off|out)|(?:turn|switch|shut)(?:s|ed)? off|"

@@ -205,3 +205,15 @@ def test_requests_put_as_questions_lists_remarks_and_greetings_are_read_as_a_per
 def test_a_greeting_wishes_no_time_of_day(greeting: str, name: str) -> None:
     assert events_from_prompt(f"{greeting}, {name}") == []
     assert CLASSIFIER.events(f"{greeting}, {name}!") == []
+
+
+@given(
+    st.sampled_from(["undo", "reverse", "cancel", "take back", "take away", "call off"]),
+    st.sampled_from(["snow", "rain", "fog"]),
+    st.sampled_from(["", "please ", "could you "]),
+)
+def test_undoing_a_weather_clears_it_and_undoing_what_nothing_undoes_changes_nothing(
+    verb: str, weather: str, politeness: str
+) -> None:
+    assert events_from_prompt(f"{politeness}{verb} the {weather}") == [{"kind": "clear", "object": weather}]
+    assert events_from_prompt(f"{politeness}{verb} the sunrise") == []
