@@ -8,11 +8,11 @@ front of it; this list stays as the fallback that needs no model.
 Words about the weather are not always a wish for it. A question ("is it going to rain?") or a request to be
 told ("tell me about the crystals") changes nothing, nor does the player acting on the world ("I walk into the
 rain"): `asks_for_words` sends it to the narrator; a request put as a question ("could it be daytime?", "can
-you make it rain?") still asks for the change. A negation, an undoing or an aversion ("no more snow", "undo the rain", "make the fog go
-away", "I'm sick of this rain") asks for the event that undoes what it names (`UNDOING`, from the table in
-inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each other); what nothing undoes
-(a spawned tower, the dawn) yields no event. `negated` finds the negation and `without_negation` leaves
-what it negates, for the keyword list here and for the learned classifier alike.
+you make it rain?") still asks for the change. A negation, an undoing or an aversion ("no more snow", "undo the
+rain", "make the fog go away", "I'm sick of this rain") asks for the event that undoes what it names
+(`UNDOING`, from the table in inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each
+other); what nothing undoes (a spawned tower, the dawn) yields no event. `negated` finds the negation and
+`without_negation` leaves what it negates, for the keyword list here and for the learned classifier alike.
 """
 
 from __future__ import annotations
