@@ -170,6 +170,20 @@ TAG_QUESTION = re.compile(
     r"didn't|eh)\b[^,]*\?$",
     re.I,
 )
+# "my granddad ran a stall here, maybe you knew him?", "I always carry my lucky dice, see?": the player tells
+# something and then asks after it; what comes before the last comma is told.
+TOLD_THEN_ASKED = re.compile(
+    r"^(?P<told>(?:(?:and|also|oh|so|but)\s+)?(?:i|i'm|i've|i'd|my|me)\b.*\S),\s*[^,]*\?$", re.I
+)
+# "Hello there. Branwen.", "Hi! Sam here.": the name a greeting is followed by is the player's own.
+GREETING_ONLY = re.compile(
+    r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day)|evening|morning)\b(?:\s+there)?\W*$", re.I
+)
+NAME_AFTER_GREETING = re.compile(r"^(?P<name>[A-Z][a-z][\w'-]*)(?:\s+here)?\s*[.!]*$")
+NOT_A_NAME = {
+    "sorry", "yes", "no", "please", "welcome", "cheers", "evening", "morning", "afternoon", "hello", "hi", "sure",
+    "okay", "ok", "yeah", "thanks", "nope", "well",
+}  # fmt: skip
 PRONOUN_START = re.compile(r"^(she|he|they|it|his|her|their|its)\b", re.I)
 PROPER_NOUN_OR_NUMBER = re.compile(r"(?<!^)(?<![.!?]\s)\b([A-Z][a-z]+|\d+)\b")
 
@@ -197,12 +211,22 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
     with a pronoun stays with the sentence before it, so that "She said I should find you" still says who."""
     memories: list[Memory] = []
     previous = ""
+    greeted = False
     for match in SENTENCE.finditer(player_message):
         # "I lost a glove by the stall, have you seen it?" tells something before it asks.
+        if GREETING_ONLY.match(match.group().strip()):
+            greeted = True  # "Hello there." alone: what follows may be the bare name
+            continue
         sentence = LEADING_GREETING.sub("", match.group().strip())
         # "If I went missing, where would you send word?" supposes; it tells nothing.
         if not SUPPOSING.match(sentence):
             sentence = TAG_QUESTION.sub(".", sentence)
+            if (told_first := TOLD_THEN_ASKED.match(sentence)) and not QUESTION_START.match(sentence):
+                sentence = told_first.group("told") + "."
+        bare_name = NAME_AFTER_GREETING.match(sentence) if greeted else None
+        greeted = False
+        if bare_name and bare_name.group("name").lower() not in NOT_A_NAME:
+            sentence = f"I'm {bare_name.group('name')}."
         words = sentence.split()
         # "I'm Tamsin." is short, and the one thing a character must not forget.
         too_short = len(words) < 3 and not tells_own_name(sentence)

@@ -150,3 +150,25 @@ def test_the_players_you_is_the_character_said_back_as_i_or_me() -> None:
 def test_a_sentence_that_opens_with_a_pronoun_is_remembered_with_the_one_that_says_who() -> None:
     told = extract_memories("My cousin Hilde keeps the inn. She said I should find you. It rained.", turn=1)
     assert [memory.text for memory in told] == ["My cousin Hilde keeps the inn. She said I should find you."]
+
+
+@given(
+    st.sampled_from(["Hello there.", "Hi!", "Good evening.", "Hey."]),
+    st.sampled_from(["Maelis", "Corwen", "Iolo", "Brannock"]),
+    st.sampled_from([".", " here.", "!"]),
+)
+def test_a_bare_name_after_a_greeting_is_the_players_name(greeting: str, name: str, ending: str) -> None:
+    told = [memory.text for memory in extract_memories(f"{greeting} {name}{ending} I mend nets for a living.", 1)]
+    assert told == [f"I'm {name}.", "I mend nets for a living."]
+
+
+def test_what_follows_a_greeting_is_no_name_when_it_is_a_courtesy_or_the_characters_name() -> None:
+    assert extract_memories("Hello. Sorry.", 1) == []
+    assert extract_memories("Hello Eve. Nice night.", 1) == []
+
+
+@given(st.sampled_from(["maybe you knew him?", "see?", "and look at this?", "ever heard of it?"]))
+def test_what_the_player_tells_before_asking_after_it_is_kept(question: str) -> None:
+    told = [memory.text for memory in extract_memories(f"My uncle Tobin kept the toll bridge for years, {question}", 1)]
+    assert told == ["My uncle Tobin kept the toll bridge for years."]
+    assert extract_memories("I wonder, is the lamp out?", 1) == []
