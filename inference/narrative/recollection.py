@@ -352,7 +352,11 @@ def answer_kind(question: str) -> str:
     The question word decides first: "who hauls my vegetables into town?" wants a person, not a town, and "how
     many little ones call me granny?" a number, not a name."""
     asked = [QUESTION_WORDS.get(word, word) for word in words(question)]
-    leading = next((word for word in asked if word in QUESTION_WORD_BASES), "")
+    leading_words = [word for word in asked if word in QUESTION_WORD_BASES]
+    # "When I knock at your door, who will you say has come?": the first "when" opens a clause, not the question.
+    leading = (
+        leading_words[1] if leading_words[:1] == ["when"] and len(leading_words) > 1 else next(iter(leading_words), "")
+    )
     following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
     names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
     place_asked = bool(set(asked) & {"town", "city", "village", "country"}) or bool(COMES_FROM.search(question))
@@ -485,7 +489,7 @@ def recollect(
     kind = answer_kind(asked)
     topic = topic_of(asked)
     anchors = anchors_of(asked) or (anchors_of(previous) if SOMEONE_MENTIONED.search(asked) else set())
-    if SOMEONE_MENTIONED.search(asked) and not anchors and not ABOUT_THE_PLAYER.search(asked):
+    if SOMEONE_MENTIONED.search(asked) and not anchors and not ABOUT_THE_PLAYER.search(question_sentence(question)):
         return None  # "And her name?" with no one of the player's named before: whose name is not known
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
     best: tuple[float, Recollection] | None = None

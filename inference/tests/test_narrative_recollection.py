@@ -359,3 +359,18 @@ def test_the_question_word_decides_the_kind_of_answer_before_other_words(questio
 @given(st.sampled_from(["thirteen", "fourteen", "seventeen", "sixty", "ninety-nine", "a dozen", "twenty three"]))
 def test_every_number_word_is_a_number_span(number: str) -> None:
     assert answer_span(f"I have moved house {number} times.", "number").startswith(number.split("-")[0].split()[0])
+
+
+def test_a_question_about_the_player_named_only_in_its_opening_clause_is_answered() -> None:
+    memories = ["I'm Perrin.", "My sister Oona sells eels.", "I walked up from the ferry."]
+    question = "if someone comes by asking after me, what name should you tell them to call out?"
+    found = recollected(question, memories)
+    assert found is not None and found[1] == "Perrin" and "Perrin" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [("When I come back next spring, where will I have been?", "place"), ("When was I born, what year?", "number")],
+)
+def test_a_when_that_opens_a_clause_leaves_the_question_to_the_next_question_word(question: str, kind: str) -> None:
+    assert answer_kind(question) == kind
