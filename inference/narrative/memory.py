@@ -162,9 +162,13 @@ LEADING_GREETING = re.compile(
 )
 # "Tell me again.", "Remind me what the bell means": the player asks the character for something, tells nothing.
 REQUEST_OF_THE_CHARACTER = re.compile(
-    r"^(?:please\s+)?(?:tell|show|give|remind|teach|help|let|ask|say|repeat|read)\s+(?:me|us|it)\b", re.I
+    r"^(?:please\s+)?(?:tell|show|give|remind|teach|help|let|ask|say|repeat|read|walk|talk|take|bring|pass|hand)\s+"
+    r"(?:me|us|it)\b",
+    re.I,
 )
 SUPPOSING = re.compile(rf"^(?:if|say|suppose|supposing|imagine|what if|{WHEN_ASKING})\b", re.I)
+# "Say the chapel had a pipe that wheezed." sets up a question; it tells nothing that is so.
+PURE_SUPPOSITION = re.compile(r"^(?:say|suppose|supposing|imagine|what if|picture this)\b(?!\s*,)", re.I)
 TAG_QUESTION = re.compile(
     r",\s*(?:have|has|did|do|does|can|could|would|will|is|are|was|were|what|where|who|any|you|right|isn't|don't|"
     r"didn't|eh)\b[^,]*\?$",
@@ -236,6 +240,7 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
             or QUESTION_START.match(sentence)
             or SMALL_TALK.match(sentence)
             or REQUEST_OF_THE_CHARACTER.match(sentence)
+            or PURE_SUPPOSITION.match(sentence)
         )
         if kept and not sentence.endswith((".", "!")):
             sentence += "."

@@ -172,3 +172,13 @@ def test_what_the_player_tells_before_asking_after_it_is_kept(question: str) -> 
     told = [memory.text for memory in extract_memories(f"My uncle Tobin kept the toll bridge for years, {question}", 1)]
     assert told == ["My uncle Tobin kept the toll bridge for years."]
     assert extract_memories("I wonder, is the lamp out?", 1) == []
+
+
+@given(
+    st.sampled_from(["Say", "Suppose", "Imagine", "What if"]),
+    st.sampled_from(["the bridge washed away in the night.", "a whale beached itself below the cliffs."]),
+)
+def test_a_supposition_or_a_request_to_be_walked_through_is_not_remembered(opening: str, rest: str) -> None:
+    assert extract_memories(f"{opening} {rest}", 1) == []
+    assert extract_memories("Walk me through the night watch.", 1) == []
+    assert [memory.text for memory in extract_memories("Say, I grew up in Tarsk.", 1)] == ["Say, I grew up in Tarsk."]
