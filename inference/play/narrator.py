@@ -324,7 +324,8 @@ class Narrator:
             player_name=player_name,
         )
         everything = dict.fromkeys([*lines, *(fact.text for fact in known)])
-        candidates = [text for text in everything if text not in recent_replies]
+        # A reply may hold the line among sentences of the model's own: said there, it is said already.
+        candidates = [text for text in everything if not any(text in reply for reply in recent_replies)]
         if not candidates:
             return f"{member.sheet.name} says nothing to that."
         return candidates[int((self.embedded(candidates) @ query).argmax())]

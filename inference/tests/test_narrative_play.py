@@ -435,3 +435,19 @@ def test_a_creators_line_already_said_is_not_said_again_in_place_of_a_failed_rep
     replies = [message["content"] for message in history if message["role"] == "assistant"]
     assert replies[0] == "Welcome to the docks."  # the first turn may open with the greeting
     assert len(set(replies)) == 5  # after it, the greeting and what was said are not said again
+
+
+def test_a_creators_line_said_among_other_sentences_of_a_reply_is_not_said_again() -> None:
+    from inference.narrative.reply_checks import creator_lines
+
+    embedder = HashedWordsEmbedder()
+    narrator = Narrator(embedder, lambda: None)
+    member = Setting.from_message(docks_narrative()).cast["Eve"]
+    sheet = member.sheet
+    lines = creator_lines(
+        name=sheet.name, greeting=member.greeting, example_dialogue=sheet.example_dialogue, player_name="Wren"
+    )
+    for line in lines:
+        query = embedder.embed([line])[0]  # (D,): the player's words nearest this very line
+        chosen = narrator.creator_line(member, query, [], [f"The tide is late tonight. {line}"], "Wren")
+        assert chosen != line
