@@ -175,6 +175,13 @@ PAST_NARRATION = re.compile(
     rf"\b[A-Z][a-z]+\s+(?:{'|'.join(IRREGULAR)}|(?!need|feed|breed|speed|bleed|seed|weed)[a-z]+ed)\b(?!\s+(?:to|of)\b)|"
     r"\b(?i:yesterday|this morning|last night|earlier|on the way|today|just now)\b"
 )
+# Words by which the player turns to the listener before telling: "I should warn you,", "to be honest,".
+ADDRESSING_FRAME = re.compile(
+    r"^(?:(?:and|but|oh|so)\s+)?(?:i\s+(?:should|must|have to|'d better|ought to|gotta|need to)\s+(?:warn|tell|"
+    r"confess to|admit to|say to)\s+you|(?:to be honest|honestly|truth be told|fair warning|just so you know|"
+    r"i'll be honest|i won't lie))\s*[,:;—-]+\s*",
+    re.I,
+)
 # A question that asks for a fact by what it would mean: "If you cook for me, what should stay off my plate?"
 SUPPOSING = re.compile(
     r"\b(?:if|would|wouldn't|should|shouldn't|could|might|will|won't|must|mustn't|better|gonna)\b|'d\b|'ll\b", re.I
@@ -448,7 +455,10 @@ def statement_of(sentence: str, answer: str, question: str, kind: str) -> str:
         return f"Your name is {answer}."
     # A thing's span is a guess at its noun phrase ("them" in "my gran made them"); a name, a place or a number
     # is the answer itself, and its clause says it.
-    return to_second_person(sentence if kind == THING else clause_with(sentence, answer))
+    said = sentence if kind == THING else clause_with(sentence, answer)
+    # "I should warn you, I panic in cellars" said back is "You panic in cellars", not "You should warn me, …".
+    unframed = ADDRESSING_FRAME.sub("", said)
+    return to_second_person(unframed[:1].upper() + unframed[1:] if unframed else said)
 
 
 def clause_with(sentence: str, answer: str) -> str:

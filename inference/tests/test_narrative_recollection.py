@@ -7,13 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inference.language.embedding import default_embedder
-from inference.narrative.memory import extract_memories
+from inference.narrative.memory import extract_memories, to_second_person
 from inference.narrative.recollection import (
     answer_kind,
     answer_span,
     asks_about_the_player,
     recollect,
     sentences_of,
+    statement_of,
 )
 
 EMBEDDER = default_embedder()
@@ -374,3 +375,12 @@ def test_a_question_about_the_player_named_only_in_its_opening_clause_is_answere
 )
 def test_a_when_that_opens_a_clause_leaves_the_question_to_the_next_question_word(question: str, kind: str) -> None:
     assert answer_kind(question) == kind
+
+
+@given(
+    st.sampled_from(["I should warn you, ", "And I must tell you: ", "To be honest, ", "Fair warning, ", ""]),
+    st.sampled_from(["I panic in cellars.", "Moths frighten me.", "I can't abide eels."]),
+)
+def test_the_fact_is_said_back_without_the_words_that_turned_to_the_listener(frame: str, fact: str) -> None:
+    said = statement_of(f"{frame}{fact}", "", "why would I refuse?", "thing")
+    assert said == to_second_person(fact)
