@@ -217,13 +217,13 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
     previous = ""
     greeted = False
     for match in SENTENCE.finditer(player_message):
-        # "I lost a glove by the stall, have you seen it?" tells something before it asks.
         if GREETING_ONLY.match(match.group().strip()):
             greeted = True  # "Hello there." alone: what follows may be the bare name
             continue
         sentence = LEADING_GREETING.sub("", match.group().strip())
         # "If I went missing, where would you send word?" supposes; it tells nothing.
         if not SUPPOSING.match(sentence):
+            # "I lost a glove by the stall, have you seen it?" tells something before it asks.
             sentence = TAG_QUESTION.sub(".", sentence)
             if (told_first := TOLD_THEN_ASKED.match(sentence)) and not QUESTION_START.match(sentence):
                 sentence = told_first.group("told") + "."

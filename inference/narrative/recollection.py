@@ -183,7 +183,7 @@ ADDRESSING_FRAME = re.compile(
     re.I,
 )
 # A question that asks for a fact by what it would mean: "If you cook for me, what should stay off my plate?"
-SUPPOSING = re.compile(
+PUT_AS_SUPPOSITION = re.compile(
     r"\b(?:if|would|wouldn't|should|shouldn't|could|might|will|won't|must|mustn't|better|gonna)\b|'d\b|'ll\b", re.I
 )
 # The player hedging a question about the world ("mostly fish, I'd guess?") says nothing of themselves.
@@ -509,13 +509,17 @@ def recollect(
     if own_name:
         kind = NAME  # "who am I?" and "who you're talking to" want the player's name, not a description
     alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
-    supposing = about_the_player and bool(set(words(asked)) & set(QUESTION_WORDS)) and bool(SUPPOSING.search(question))
+    supposing = (
+        about_the_player and bool(set(words(asked)) & set(QUESTION_WORDS)) and bool(PUT_AS_SUPPOSITION.search(question))
+    )
     own = [said_of_self(sentence) for sentence in candidates]
     # (S,): how near each of the player's own sentences is to a supposing question, lasting facts first
     lasting_own = np.array([mine and lasting(sentence) for sentence, mine in zip(candidates, own, strict=True)])
     nearness = cosines + config.lasting_weight * lasting_own
     nearest_own = max((near for near, mine in zip(nearness.tolist(), own, strict=True) if mine), default=1.0)
-    for sentence, cosine, near, own_words in zip(candidates, cosines.tolist(), nearness.tolist(), own, strict=True):
+    for sentence, cosine, near, own_words, lasting_fact in zip(
+        candidates, cosines.tolist(), nearness.tolist(), own, lasting_own.tolist(), strict=True
+    ):
         answer = answer_span(sentence, kind, from_where)
         if not answer and kind != THING:
             continue
@@ -547,7 +551,7 @@ def recollect(
             + config.self_weight * own_words
             + config.kind_weight * came_from
             + config.fact_weight * fact
-            + config.lasting_weight * (supposing and own_words and lasting(sentence))
+            + config.lasting_weight * (supposing and lasting_fact)
         )
         if best is None or score > best[0]:
             statement = statement_of(sentence, answer, asked, kind)
