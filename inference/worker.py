@@ -67,8 +67,9 @@ class WorkerConfig:
     token: str
     slots: int = 4
     device: str = "cpu"
-    # Longest wait between reconnection attempts: long enough not to hammer a platform that is restarting.
-    max_backoff_seconds: float = 30.0
+    # Longest wait between reconnection attempts. Players wait on it after an outage (of Redis, say) has ended, and
+    # one attempt every few seconds from each worker costs a restarting platform nothing.
+    max_backoff_seconds: float = 5.0
     # 20 frames a second reads as motion and leaves a CPU worker time to batch several sessions.
     frames_per_second: float = 20.0
     # The characters' and narrator's model: "local" (SmolLM2-135M-Instruct, shipped with the platform), a

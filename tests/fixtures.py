@@ -282,8 +282,12 @@ def mail_to_folder(folder: Path) -> dict[str, str]:
 def live_platform(transactional_db: None, mail_folder: Path) -> Iterator[LivePlatform]:
     """The platform served by a real daphne with its in-process inference worker, on the test database."""
     platform = start_platform("--in-process-worker", environment=platform_environment(**mail_to_folder(mail_folder)))
-    yield platform
-    platform.stop()
+    # /healthz answers before the worker has loaded its models; a test's first frames should not wait on that load.
+    try:
+        wait_until(lambda: platform.health()["inference_workers"]["connected"] == 1, timeout_seconds=60)
+        yield platform
+    finally:
+        platform.stop()
 
 
 def wait_until(condition: Any, timeout_seconds: float = 15.0, interval_seconds: float = 0.1) -> Any:
