@@ -7,12 +7,14 @@ front of it; this list stays as the fallback that needs no model.
 
 Words about the weather are not always a wish for it. A question ("is it going to rain?") or a request to be
 told ("tell me about the crystals") changes nothing, nor does the player acting on the world ("I walk into the
-rain"): `asks_for_words` sends it to the narrator; a request put as a question ("could it be daytime?", "can
-you make it rain?") still asks for the change. A negation, an undoing or an aversion ("no more snow", "undo the
-rain", "make the fog go away", "I'm sick of this rain") asks for the event that undoes what it names
-(`UNDOING`, from the table in inference/world/EVENTS.md: clear ends snow, rain and fog; day and night end each
-other); what nothing undoes (a spawned tower, the dawn) yields no event. `negated` finds the negation and
-`without_negation` leaves what it negates, for the keyword list here and for the learned classifier alike.
+rain"): `asks_for_words` sends it to the narrator; a request put as a question or a suggestion ("could it be
+daytime?", "can you make it rain?", "how about some fog?") still asks for the change, and wishing a change away
+before it comes ("I hope it doesn't rain") or putting it off ("hold off on the nightfall") asks for none. A
+negation, an undoing or an aversion ("no more snow", "undo the rain", "make the fog go away", "I'm sick of this
+rain") asks for the event that undoes what it names (`UNDOING`, from the table in inference/world/EVENTS.md: clear
+ends snow, rain and fog; day and night end each other); what nothing undoes (a spawned tower, the dawn) yields no
+event. `negated` finds the negation and `without_negation` leaves what it negates, for the keyword list here and
+for the learned classifier alike.
 """
 
 from __future__ import annotations
@@ -33,13 +35,15 @@ WEATHER_AND_TIME: tuple[tuple[str, str], ...] = (
     ("night", r"night\w*|nite|midnight|dark\w*|moon\w*|stars?|starry|starlit|starlight|dusk|twilight|sunset"
               r"|evening|pitch black|lights out|sun (?:go(?:es)?|goes|going|went) down|sun set(?:s|ting)?|sun sink\w*"),
     ("dawn", r"dawn\w*|sunrise|sun ?up|daybreak|day break\w*|morning|first light|cock ?crow"
-             r"|sun (?:rise[sn]?|rising|rose|come[s]? up|coming up|came up|up)"),
+             r"|sun (?:(?:start|begin)\w* (?:to )?)?(?:rise[sn]?|rising|rose|come[s]? up|coming up|came up|up)"),
     ("day", r"day|days|daytime|daylight|broad daylight|noon|midday|mid-day|high noon|lunch ?time|afternoon|bright\w*"
             r"|sunshine|sunlight|sun\w*"),
-    ("snow", r"snow\w*|blizzard\w*|flurr(?:y|ies)|sleet|white ?out|(?:blanket|dusting) of white"),
+    ("snow", r"snow\w*|blizzard\w*|flurr(?:y|ies)|sleet|white ?out|(?:blanket|dusting) of white|flakes?|winter\w*"
+             r"|wintry"),
     ("rain", r"rain\w*|storm\w*|downpour\w*|drizzl\w*|showers?|thunder\w*|lightning|deluge|monsoon|pour(?:s|ing)?"
-             r"|bucket\w* down|heavens open|cats and dogs|wet weather"),
-    ("fog", r"fog\w*|mist\w*|haze|hazy|murk\w*|smog\w*|pea[- ]?soup\w*|clouds?|cloudy|overcast"),
+             r"|bucket\w* down|heavens open|open(?:s|ed)? the heavens|(?:soak|drench)(?:es|s)? (?:the|everything|us|me)"
+             r"|cats and dogs|wet weather"),
+    ("fog", r"fog\w*|mist\w*|haze|hazy|murk\w*|smog\w*|pea[- ]?soup\w*|sea fret|clouds?|cloudy|overcast"),
 )  # fmt: skip
 WEATHER_PATTERNS = tuple((kind, re.compile(rf"\b(?:{words})\b", re.IGNORECASE)) for kind, words in WEATHER_AND_TIME)
 # Words that bring something into being, or say it is there now ("a beast shows up", "I want a dragon").
@@ -47,20 +51,22 @@ SPAWN = re.compile(
     r"\b(?:appear\w*|spawn\w*|summon\w*|conjure\w*|raise[sd]?|rais(?:es|ing)|rises?|rising|grow\w*|build\w*|place"
     r"|put|create\w*|add|emerge\w*|materiali[sz]e\w*|arrives?|plant\w*|sprout\w*|show(?:s|ed)? up|pop(?:s|ped)? up"
     r"|turn(?:s|ed)? up|make|give me|bring\w*|want|wish|need|there(?:'s| is| are| be)|let there|erect\w*|set up"
-    r"|drop|produce|manifest\w*|hang\w*|hung|set|install\w*|let"
+    r"|drop|produce|manifest\w*|hang\w*|hung|set|install\w*|let|(?:'d|would)\s+(?:really\s+)?(?:like|love)"
+    r"|(?:can|could|may)\s+(?:we|i|you)\s+(?:please\s+)?have|stand\w*\s+(?:\w+\s+){0,4}?up"
     r"|(?:com(?:e|es|ing)|wander(?:s|ing)?|trot(?:s|ting)?|fl(?:y|ies|ying)|creep(?:s|ing)?|drift(?:s|ing)?)"
-    r"\s+(?:\w+ing\s+)?(?:in|out|along|by|over|here|up|past|down|into view))\b",
+    r"\s+(?:\w+ing\s+)?(?:in|out|along|by|over|here|up|past|down|into view|and)|com(?:e|es|ing)(?=\W*$))\b",
     re.IGNORECASE,
 )
 OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
     word: kind
     for kind, words in (
-        ("tower", "towers spire spires turret turrets steeple belfry obelisk castle"),
+        ("tower", "towers spire spires turret turrets steeple belfry obelisk castle watchtower watchtowers fortress"),
         ("tree", "trees oak oaks pine pines willow birch elm yew sapling palm maple cedar spruce fir"),
         ("lantern", "lanterns lamp lamps lamppost torch torches candle candles beacon"),
         ("crystal", "crystals gem gems gemstone jewel jewels shard shards diamond quartz amethyst emerald ruby"),
         ("creature", "creatures monster monsters beast beasts animal animals dragon dragons wolf wolves bear fox "
-                     "deer owl troll goblin golem unicorn critter serpent"),
+                     "deer owl troll goblin golem unicorn critter serpent cat cats dog dogs horse horses bird birds "
+                     "raven crow rabbit hare stag boar badger squirrel"),
     )
     for word in words.split()
 }  # fmt: skip
@@ -74,7 +80,9 @@ COLOR_WORDS: dict[str, tuple[int, int, int]] = {
 # The event that undoes each kind; a kind missing here has none (a clear is an ending already, see `undoing`).
 UNDOING: dict[str, str] = {"snow": "clear", "rain": "clear", "fog": "clear", "night": "day", "day": "night"}
 NEGATION = re.compile(
-    r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end|enough(?: of)?|without|"
+    r"\b(?:no more|no longer|any ?more|no|not|never|stop(?:s|ped|ping)?|put an end to|end(?!\s+of\b)|enough(?: of)?|"
+    r"without|(?:is|are|'s|feels?|seems?|looks?|gets?|getting)\s+(?:far\s+|way\s+|much\s+|a (?:bit|little)\s+)?too"
+    r"(?=\s+(?!(?:much|many)\b)[a-z]+)|"
     r"go(?:es)? away|away|get rid of|eas(?:e|es|ing) off|di(?:e|es|ing) down|let(?:s|ting)? up|blow(?:s|ing)? over|"
     r"rid of|remove|banish|dispel|disperse|cease|halt|undo(?:es|ing|ne)?|reverse[sd]?|reversing|cancel\w*|"
     r"take (?:back|away)|call off|(?:disappear|vanish)\w*(?=\W*$)|"
@@ -106,7 +114,8 @@ TELLING = re.compile(
 # "can the snow stop now?" and "could a fox wander in?" ask as much, with the world's thing as the subject;
 # "will the fog lift?" only asks what will happen.
 REQUESTING = re.compile(
-    r"^(?:please\s+)?(?:(?:can|could|would|will|may)\s+(?:you|we|it|i|there)\s+(?:please\s+)?(?:not\s+)?"
+    r"^(?:please\s+)?(?:(?:(?:can|could|would|will|may)\s+(?:you|we)|(?:can|could|may)\s+(?:it|i|there))\s+"
+    r"(?:please\s+)?(?:not\s+)?"
     r"(?:make|have|get|be|turn|bring|let|become|change|stop|start|give|summon|conjure|spawn|build|put|grow|plant"
     r"|raise|add|create|send|clear|lift|end)\b"
     r"|(?:can|could)\s+(?:the|this|that|a|an|some|another)\s+(?:\w+\s+){0,2}?"
@@ -115,6 +124,22 @@ REQUESTING = re.compile(
     r"(?!.*\bany\s+\w+er\b)",
     re.IGNORECASE,
 )
+# A wish put as a question or a suggestion: "how about we make it night?", "any chance of some mist?", "can we
+# skip to noon?", "would you paint the sky pink?". Asking the listener to perceive or know something ("can you
+# see the tower?", "would you like to…") asks for no change; "can it rain for a while?" asks for rain, where
+# "will it rain?" only asks what will happen.
+PROPOSING = re.compile(
+    r"^(?:please\s+)?(?:how about|what if|is it possible to|is there (?:any )?way to|would it be possible to"
+    r"|any chance\b"
+    r"|(?:can|could|would|will)\s+(?:you|we|ya)\s+(?:please\s+)?(?:just\s+)?"
+    r"(?!(?:see|hear|smell|feel|remember|know|find|believe|think|guess|imagine|recall|understand|tell|say|explain"
+    r"|describe|like|prefer|rather|want|care|help|hold)\b)[a-z]+"
+    r"|(?:can|could|may)\s+it\s+(?:please\s+)?(?:just\s+)?(?:rain|snow|pour|drizzle|storm|thunder|hail|sleet"
+    r"|darken|brighten|clear)\b)",
+    re.IGNORECASE,
+)
+# A request with its question put after it: "hide the walls in fog, would you?".
+ASKED_AS_A_FAVOUR = re.compile(r",\s*(?:would|could|will|can)\s+you(?:\s+please)?\W*$", re.IGNORECASE)
 # The player doing something in the world ("I walk into the rain", "I light my lantern") rather than wishing
 # it changed ("I want it to stop snowing", "I summon a beast", "I'm sick of this rain").
 PLAYER_ACTS = re.compile(
@@ -160,7 +185,7 @@ def asks_for_words(text: str) -> bool:
     text = OPENING.sub("", text.replace("\u2019", "'").strip())
     if TELLING.search(text):
         return True
-    if REQUESTING.match(text):
+    if REQUESTING.match(text) or PROPOSING.match(text) or ASKED_AS_A_FAVOUR.search(text):
         return False
     return text.endswith("?") or bool(ASKING.match(text)) or bool(PLAYER_ACTS.match(text))
 
@@ -199,12 +224,31 @@ def weather_ended(weathers: set[str]) -> dict[str, Any]:
     return {"kind": "clear"}
 
 
-CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b|\bplus\b)\s*", re.IGNORECASE)
+CLAUSE_SPLIT = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b(?!\s+dogs\b)|\bplus\b)\s*", re.IGNORECASE)
 # A clause that forbids a change asks for none: "don't make it snow" is not "stop the snow", unless it says
 # that what is there should end ("don't let it be dark any more").
 PROHIBITION = re.compile(
     r"^(?:please\s+)?(?:(?:do|did)\s*n[o']?t|dont|never|no need to|you needn't)\s+(?:you\s+)?(?:dare\s+)?"
     r"(?:make|let|bring|start|turn|summon|spawn|give|put|create|conjure|add|build|send|cause)\b",
+    re.IGNORECASE,
+)
+# Wishing a change away before it comes, or putting it off, asks for nothing now: "make sure it doesn't get
+# foggy", "I hope it doesn't rain tonight", "hold off on the nightfall".
+PREVENTION = re.compile(
+    r"\b(?:(?:make sure|ensure|hope|rather|prefer|careful)\b.*\b(?:it|there|we)\s+(?:doesn't|does not|didn't|did not"
+    r"|won't|will not|never)|hold(?:ing)? off|postpone\w*|put off|not yet|wait (?:with|on|before))\b",
+    re.IGNORECASE,
+)
+# "turn this drizzle into snow" asks for the snow; what it turns is replaced by it.
+TURNED_INTO = re.compile(r"^.*?\b(?:turn|change|transform|switch)\w*\s+.+?\s+(?:in)?to\s+(?=\w)", re.IGNORECASE)
+# "a mist so thick I can't see my own hand": how much of it, not a negation.
+RESULT_CLAUSE = re.compile(r"\b(?:so|such)\s+\w+\s+(?:that\s+)?(?:i|you|we|they|one|nobody|no one)\b.*$", re.I)
+# Delight in what is there asks for nothing: "the stars are gorgeous tonight", "the rain sounds lovely".
+APPRECIATION = re.compile(
+    r"^(?:wow\W*|oh\W*)?(?:the|this|that|these|those|your|what)\b.*?\b(?:is|are|'s|was|were|looks?|seems?|sounds?"
+    r"|feels?)\s+(?:so\s+|really\s+|very\s+|quite\s+|absolutely\s+|truly\s+)?(?:gorgeous|beautiful|lovely|pretty"
+    r"|nice|amazing|stunning|wonderful|magical|peaceful|incredible|breathtaking|perfect|eerie|spooky|cosy|cozy"
+    r"|romantic|soothing|calming)\b",
     re.IGNORECASE,
 )
 CESSATION = re.compile(r"\b(?:any ?more|no more|no longer|stop\w*|end|away)\b", re.IGNORECASE)
@@ -226,6 +270,11 @@ GREETING = re.compile(
 )
 
 
+# A weather joined to the one before it without a verb of its own ("and the rain", "or the fog").
+WEATHER_WORDS = "|".join(words for kind, words in WEATHER_AND_TIME if UNDOING.get(kind) == "clear")
+JOINED_WEATHER = re.compile(rf"^(?:(?:the|this|that|all (?:the|this|that))\s+)?(?:{WEATHER_WORDS})\W*$", re.I)
+
+
 @dataclass(frozen=True)
 class Clause:
     """One clause of a prompt that may ask for a change: the words to classify, and whether it asks for the
@@ -241,10 +290,17 @@ def clauses_of(text: str) -> list[Clause]:
     text = GREETING.sub("", text.replace("\u2019", "'").strip())
     found: list[Clause] = []
     for index, clause in enumerate(part for part in CLAUSE_SPLIT.split(text) if part and re.search(r"\w", part)):
-        forbids = PROHIBITION.match(OPENING.sub("", clause)) and not CESSATION.search(clause)
-        said_in_passing = REMARK_ON_WEATHER.match(clause) or (index > 0 and ELABORATION.match(clause))
-        if forbids or said_in_passing or (index > 0 and asks_for_words(clause)):
+        if index > 0 and found and found[-1].undo and JOINED_WEATHER.match(clause):
+            # "stop the snow and the rain": the rain is stopped too.
+            found.append(Clause(clause, undo=True))
             continue
+        forbids = PROHIBITION.match(OPENING.sub("", clause)) and not CESSATION.search(clause)
+        said_in_passing = (
+            REMARK_ON_WEATHER.match(clause) or APPRECIATION.match(clause) or (index > 0 and ELABORATION.match(clause))
+        )
+        if forbids or PREVENTION.search(clause) or said_in_passing or (index > 0 and asks_for_words(clause)):
+            continue
+        clause = RESULT_CLAUSE.sub("", TURNED_INTO.sub("", clause))
         if negated(clause):
             reading = without_negation(clause)
             if re.search(r"\w", reading):
@@ -291,25 +347,43 @@ LISTED_THING = re.compile(
 )
 
 
+# Where something happens rather than what: "snowflakes drifting down past the lanterns" asks for snow.
+LOCATIVE = re.compile(
+    r"\b(?:past|by|near|beside|behind|around|over|under|among|between|above|below|along|across|through|"
+    r"in front of|next to|on top of)\s+(?:the|my|those|these|that|this|our|your)\s+(?:[a-z]+\s+){0,2}?[a-z]+$",
+    re.IGNORECASE,
+)
+# Words with "day" that name no time of day ("enough snow for one day").
+DAY_IDIOM = re.compile(r"\b(?:for (?:one|a|the) day|one day|some ?day|all day|the other day|these days)\b", re.I)
+
+
 def named_events(text: str) -> list[dict[str, Any]]:
     """The events whose words the text names, negated or not, in the order it names them."""
-    words = re.findall(r"[a-z]+", text.lower())
-    objects = [OBJECT_WORDS[word] for word in words if word in OBJECT_WORDS]
-    if objects:
-        if not SPAWN.search(text) and not LISTED_THING.match(text):
-            return []  # "the tree over there looks ancient" speaks of what is there, it asks for nothing
-        color = next((COLOR_WORDS[word] for word in words if word in COLOR_WORDS), None)
-        event: dict[str, Any] = {"kind": "spawn", "object": objects[0]}
-        if color is not None:
-            event["color"] = list(color)
-        # "a lantern appears" is about the lantern, not about light or the time of day.
-        return [event]
+    text = DAY_IDIOM.sub(" ", text)
     taken: list[tuple[int, int, str]] = []  # (start, end, kind) of each span named
     for kind, pattern in WEATHER_PATTERNS:
         for found in pattern.finditer(text):
             # A span a kind earlier in the table took ("sun up" for the dawn) is not the day's "sun" too.
             if not any(start < found.end() and found.start() < end for start, end, _ in taken):
                 taken.append((found.start(), found.end(), kind))
+    # A thing named inside a weather's words ("raining cats and dogs") or as where it happens is not asked for.
+    objects = [
+        OBJECT_WORDS[word.group().lower()]
+        for word in re.finditer(r"[a-zA-Z]+", text)
+        if word.group().lower() in OBJECT_WORDS
+        and not any(start <= word.start() < end for start, end, _ in taken)
+        and not (taken and LOCATIVE.search(text[: word.end()]))
+    ]
+    if objects:
+        if not SPAWN.search(text) and not LISTED_THING.match(text):
+            return []  # "the tree over there looks ancient" speaks of what is there, it asks for nothing
+        words = re.findall(r"[a-z]+", text.lower())
+        color = next((COLOR_WORDS[word] for word in words if word in COLOR_WORDS), None)
+        event: dict[str, Any] = {"kind": "spawn", "object": objects[0]}
+        if color is not None:
+            event["color"] = list(color)
+        # "a lantern appears" is about the lantern, not about light or the time of day.
+        return [event]
     kinds = [kind for _, _, kind in sorted(taken)]
     named = set(kinds) & set(CLEARED_NARRATIONS)
     if "clear" in kinds and named:

@@ -217,3 +217,113 @@ def test_undoing_a_weather_clears_it_and_undoing_what_nothing_undoes_changes_not
 ) -> None:
     assert events_from_prompt(f"{politeness}{verb} the {weather}") == [{"kind": "clear", "object": weather}]
     assert events_from_prompt(f"{politeness}{verb} the sunrise") == []
+
+
+WEATHERS = {"snow": "snow", "rain": "rain", "fog": "fog"}
+TIMES = {"night": "night", "midday": "day", "sunrise": "dawn"}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    opening=st.sampled_from(
+        ["how about we", "what if we", "is it possible to", "any chance you could", "can we", "could you", "would you"]
+    ),
+    word=st.sampled_from([*WEATHERS, *TIMES]),
+)
+def test_a_wish_put_as_a_question_or_a_suggestion_asks_for_the_change(opening: str, word: str) -> None:
+    kind = (WEATHERS | TIMES)[word]
+    assert events_from_prompt(f"{opening} make it {word}?") == [{"kind": kind}]
+    assert CLASSIFIER.events(f"{opening} bring on the {word}?") == [{"kind": kind}]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    question=st.sampled_from(["can you see", "could you hear", "would you like", "will you remember", "can we find"]),
+    thing=st.sampled_from(["the fog", "the rain", "the tower", "a lantern", "the stars"]),
+)
+def test_asking_the_listener_to_perceive_or_want_something_changes_nothing(question: str, thing: str) -> None:
+    assert CLASSIFIER.events(f"{question} {thing}?") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    wish=st.sampled_from(["make sure it doesn't", "I hope it won't", "I'd rather it didn't", "ensure it doesn't"]),
+    weather=st.sampled_from(["snow", "rain", "get foggy", "turn dark"]),
+    after=st.sampled_from(["", " while I explore", " tonight"]),
+)
+def test_wishing_a_change_away_before_it_comes_asks_for_nothing(wish: str, weather: str, after: str) -> None:
+    assert CLASSIFIER.events(f"{wish} {weather}{after}") == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    delay=st.sampled_from(["hold off on the", "please postpone the", "let's put off the", "wait on the"]),
+    thing=st.sampled_from(["nightfall", "snowstorm", "rain", "sunrise"]),
+)
+def test_putting_a_change_off_asks_for_nothing(delay: str, thing: str) -> None:
+    assert CLASSIFIER.events(f"{delay} {thing} for a while") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    thing=st.sampled_from(["the rain", "the stars", "this mist", "the snowfall", "the sunset"]),
+    verb=st.sampled_from(["is", "looks", "sounds", "seems"]),
+    delight=st.sampled_from(["lovely", "so beautiful", "really peaceful", "gorgeous tonight"]),
+)
+def test_delight_in_the_weather_there_is_asks_for_nothing(thing: str, verb: str, delight: str) -> None:
+    assert CLASSIFIER.events(f"{thing} {verb} {delight}") == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    before=st.sampled_from(list(WEATHERS)),
+    after=st.sampled_from([*WEATHERS, *TIMES]),
+    verb=st.sampled_from(["turn", "change", "please transform"]),
+)
+def test_what_a_weather_is_turned_into_is_asked_for_and_not_the_weather_itself(
+    before: str, after: str, verb: str
+) -> None:
+    assert events_from_prompt(f"{verb} this {before} into {after}") == [{"kind": (WEATHERS | TIMES)[after]}]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    first=st.sampled_from(list(WEATHERS)), second=st.sampled_from(list(WEATHERS)), stop=st.sampled_from(["stop", "end"])
+)
+def test_a_weather_joined_to_a_stopped_one_is_stopped_too(first: str, second: str, stop: str) -> None:
+    expected = {"kind": "clear", "object": first} if first == second else {"kind": "clear"}
+    assert events_from_prompt(f"{stop} the {first} and the {second}") == [expected]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weather=st.sampled_from(["snowflakes drifting down", "rain falling", "fog curling"]),
+    where=st.sampled_from(["past the lanterns", "over the old tower", "between the oaks", "by the crystal"]),
+)
+def test_a_thing_that_says_where_the_weather_falls_is_not_asked_for(weather: str, where: str) -> None:
+    kind = {"snowflakes": "snow", "rain": "rain", "fog": "fog"}[weather.split()[0]]
+    assert events_from_prompt(f"I want to see {weather} {where}") == [{"kind": kind}]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("the drizzle is far too cold, bring back the sun", [{"kind": "clear", "object": "rain"}, {"kind": "day"}]),
+        ("it's too dark", [{"kind": "day"}]),
+        ("enough fog for one day", [{"kind": "clear", "object": "fog"}]),
+        ("a haze so thick we can't see the harbour", [{"kind": "fog"}]),
+        ("let the storm rage, cats and dogs", [{"kind": "rain"}]),
+        ("put a lamp at the end of the jetty", [{"kind": "spawn", "object": "lantern"}]),
+        ("could a raven come?", [{"kind": "spawn", "object": "creature"}]),
+        ("I'd love a fir tree beside me", [{"kind": "spawn", "object": "tree"}]),
+        ("can I have a little stone watchtower", [{"kind": "spawn", "object": "tower"}]),
+        ("tidy up the sky, would you?", []),
+        ("wrap the pier in mist, would you?", [{"kind": "fog"}]),
+        ("can it drizzle for a bit?", [{"kind": "rain"}]),
+        ("will it be raining later?", []),
+    ],
+)  # fmt: skip
+def test_complaints_idioms_and_favours_are_read_as_a_person_reads_them(
+    prompt: str, expected: list[dict[str, str]]
+) -> None:
+    assert_read_from_the_words_alone(prompt, expected)
