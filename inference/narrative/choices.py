@@ -18,10 +18,11 @@ like its own destination (over the nearest other), and that the model finds most
 
 What a person accepts as a pair (`pair_problems`, which the evaluation's choice_pair_pass_rate also calls):
 
-- each an imperative a player could do here: it opens with a verb from `PLAYER_VERBS` (an adverb such as
-  "quietly" may come first) that keeps its object ("Free to the wolf" lost it), is 2 to 10 words, one plain
-  command (no question, markup, digits, clauses after a comma, heading case or "is"), and whole: it does not
-  end mid-phrase or run an article, or its adjectives, into a small word ("the upper to the old city");
+- each an imperative a player could do here: it opens with a verb from `PLAYER_VERBS`, or one the beat's
+  creator opened a choice with ("Prise the lid off"; an adverb such as "quietly" may come first), that keeps
+  its object ("Free to the wolf" lost it), is 2 to 10 words, one plain command (no question, markup, digits,
+  clauses after a comma, heading case or "is"), and whole: it does not end mid-phrase or run an article, or
+  its adjectives, into a small word ("the upper to the old city");
 - it speaks to the player, not as someone ("I", "you"), and uses no words from outside the world (game,
   tournament, player, option, choice, story...);
 - about this beat: cosine to the scene and its destination at least `min_relevance`, it acts on something
@@ -226,10 +227,15 @@ def words_of(text: str) -> list[str]:
 
 
 def wording_problems(
-    text: str, config: ChoiceConfig | None = None, world_words: frozenset[str] = frozenset()
+    text: str,
+    config: ChoiceConfig | None = None,
+    world_words: frozenset[str] = frozenset(),
+    creator_choices: Sequence[str] = (),
 ) -> list[str]:
     """What keeps `text` from reading as something a player could do, judged from its words alone; words of
-    `OFF_WORLD` that the beat itself uses (`world_words`: "a game of dice" in a tavern) are the world's."""
+    `OFF_WORLD` that the beat itself uses (`world_words`: "a game of dice" in a tavern) are the world's, and a
+    verb the beat's creator opened a choice with (`creator_choices`: "Prise the lid off", "Appeal to the
+    listeners") is one a player can do, as it was written."""
     config = config or ChoiceConfig()
     words = words_of(text)
     problems: list[str] = []
@@ -240,10 +246,12 @@ def wording_problems(
     if not words:
         return [*problems, "no words"]
     verb = words[1] if words[0] in MANNER and len(words) > 1 else words[0]
-    if verb not in PLAYER_VERBS:
+    openings = [verb_and_object(choice)[0] for choice in creator_choices]
+    if verb not in PLAYER_VERBS and verb not in openings:
         problems.append(f"does not open with a verb a player can do ({verb!r})")
     following = words[words.index(verb) + 1 : words.index(verb) + 2]
-    if following == ["to"] and verb not in VERBS_BEFORE_TO:
+    creator_before_to = {verb for choice in creator_choices if f"{verb} to" in " ".join(words_of(choice))}
+    if following == ["to"] and verb not in VERBS_BEFORE_TO | creator_before_to:
         problems.append(f"{verb!r} has lost what it acts on")
     if off_world := sorted(set(words) & OFF_WORLD - world_words):
         problems.append(f"words from outside the world: {', '.join(off_world)}")
@@ -318,9 +326,10 @@ def pair_problems(
     authored = beat.get("authored", [])
     texts = [str(beat.get("scene", "")), *(f"{option['text']} {option.get('leads_to', '')}" for option in authored)]
     world_words = frozenset(words_of(" ".join(texts)))
+    creator_choices = [option["text"] for option in authored]
     problems: list[str] = []
     for choice in pair:
-        found = wording_problems(choice["text"], config, world_words)
+        found = wording_problems(choice["text"], config, world_words, creator_choices)
         found += measured_problems(choice, beat, embedder, config)
         problems += [f"{choice['text']!r}: {problem}" for problem in found]
     for first, second in itertools.combinations(pair, 2):
@@ -407,7 +416,7 @@ def rewrites_for(
         for option in options
         if option.lower() != authored
         and not set(words_of(option)) & echoes
-        and not wording_problems(option, config, beat_words)
+        and not wording_problems(option, config, beat_words, [choice["text"]])
     ]
     return list(dict.fromkeys(kept))
 

@@ -8,6 +8,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from inference.language.base import GenerationSettings, Message
 from inference.language.embedding import HashedWordsEmbedder
 from inference.narrative.choices import (
@@ -60,6 +63,26 @@ def test_a_choice_must_open_with_something_a_player_can_do() -> None:
     assert wording_problems("Quietly open the rusty door") == []
     assert any("verb" in problem for problem in wording_problems("Navigate the dark cellar"))
     assert any("verb" in problem for problem in wording_problems("The door is rusty"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    verb=st.sampled_from(["Prise", "Yank", "Telephone", "Unbolt", "Coax", "Shin"]),
+    rest=st.sampled_from(["the lid off the crate", "the lever down hard", "up the drainpipe"]),
+)
+def test_a_verb_the_creator_opened_a_choice_with_is_one_a_player_can_do(verb: str, rest: str) -> None:
+    creator = [f"{verb} {rest}", "Walk away"]
+    assert not any("verb" in problem for problem in wording_problems(f"{verb} the old gate", creator_choices=creator))
+    assert any("verb" in problem for problem in wording_problems("Navigate the old gate", creator_choices=creator))
+
+
+def test_a_verb_the_creator_put_before_to_may_stand_before_to() -> None:
+    creator = ["Appeal to the listeners on air"]
+    assert wording_problems("Appeal to the night crew", creator_choices=creator) == []
+    assert any("lost what it acts on" in problem for problem in wording_problems("Appeal to the night crew"))
+    assert any(
+        "lost what it acts on" in problem for problem in wording_problems("Free to the wolf", creator_choices=creator)
+    )
 
 
 def test_words_from_outside_the_world_and_half_phrases_are_refused() -> None:
