@@ -60,6 +60,8 @@ SMALL_TALK: tuple[str, ...] = (
     "I look around for a while", "I take in the view", "I stand still and listen", "I rest for a moment",
     "I wait and see what happens", "nice hat you've got", "what a lovely evening",
     "tell me about this place", "I ask about the area", "I think it over", "I stretch my legs",
+    # Seeing to oneself beside the figure: a snack, a look through one's pack, tidying up.
+    "I sit down and eat a snack", "I check my pack", "I brush the dust off my clothes", "I make a cup of tea",
 )  # fmt: skip
 # A question that asks rather than proposes: a question word or a be/do/have verb first. "would", "could",
 # "can", "will" and "shall" stay out: "would a pouch of silver change your mind?" is an offer.
