@@ -166,7 +166,12 @@ def unchanged_reason(text: str) -> str | None:
     the picture never shows."""
     if asks_for_words(text):
         return None
-    if negated(text) and names_world_things(without_negation(text)) and not events_from_prompt(text):
+    if (
+        negated(text)
+        and not PREVENTION.search(text)  # "I hope it doesn't rain" asked to end nothing
+        and names_world_things(without_negation(text))
+        and not events_from_prompt(text)
+    ):
         return f"Nothing changed: what you asked to end stays, since nothing here undoes it ({WORLD_CAN})."
     if CHANGE_REQUEST.match(text.replace("\u2019", "'").strip()):
         return f"Nothing changed: that is not a change this world knows ({WORLD_CAN})."

@@ -144,7 +144,16 @@ def test_a_prompt_asking_for_a_change_no_event_makes_is_told_that_nothing_change
 
 
 @pytest.mark.parametrize(
-    "prompt", ["turn left", "I walk to the door", "what is this place?", "tell me about the crystals", "I don't know"]
+    "prompt",
+    [
+        "turn left",
+        "I walk to the door",
+        "what is this place?",
+        "tell me about the crystals",
+        "I don't know",
+        "I hope it doesn't snow before I get home",
+        "hold off on the sunrise a little longer",
+    ],
 )
 def test_an_action_or_a_question_goes_to_the_narrator_without_a_nothing_changed(prompt: str) -> None:
     assert unchanged_reason(prompt) is None
