@@ -242,11 +242,14 @@
         }
         break;
       }
-      case "narration":
-        // Told again as the page opened: the story so far the page was served may end with it already.
-        if (message.again && log.lastElementChild?.textContent === message.text) break;
-        say(message.text);
+      case "narration": {
+        // Told again as the page opened: the story so far the page was served may hold it already, with the
+        // conversation since below it; it is shown over the picture then, not logged a second time.
+        const told = message.again && [...log.children].find((item) => item.textContent === message.text);
+        if (told) showSubtitle(told);
+        else say(message.text);
         break;
+      }
       case "choices":
         // None offered at a beat that goes on: they are still being written.
         awaitingChoices = message.choices.length === 0 && !message.ended;
