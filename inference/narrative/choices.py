@@ -250,8 +250,11 @@ def wording_problems(
     if verb not in PLAYER_VERBS and verb not in openings:
         problems.append(f"does not open with a verb a player can do ({verb!r})")
     following = words[words.index(verb) + 1 : words.index(verb) + 2]
-    creator_before_to = {verb for choice in creator_choices if f"{verb} to" in " ".join(words_of(choice))}
-    if following == ["to"] and verb not in VERBS_BEFORE_TO | creator_before_to:
+    if (
+        following == ["to"]
+        and verb not in VERBS_BEFORE_TO
+        and not any(f"{verb} to" in " ".join(words_of(choice)) for choice in creator_choices)
+    ):
         problems.append(f"{verb!r} has lost what it acts on")
     if off_world := sorted(set(words) & OFF_WORLD - world_words):
         problems.append(f"words from outside the world: {', '.join(off_world)}")

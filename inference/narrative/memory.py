@@ -166,9 +166,10 @@ REQUEST_OF_THE_CHARACTER = re.compile(
     r"(?:me|us|it)\b",
     re.I,
 )
-SUPPOSING = re.compile(rf"^(?:if|say|suppose|supposing|imagine|what if|{WHEN_ASKING})\b", re.I)
+SUPPOSITION_OPENINGS = "say|suppose|supposing|imagine|what if"
+SUPPOSING = re.compile(rf"^(?:if|{SUPPOSITION_OPENINGS}|{WHEN_ASKING})\b", re.I)
 # "Say the chapel had a pipe that wheezed." sets up a question; it tells nothing that is so.
-PURE_SUPPOSITION = re.compile(r"^(?:say|suppose|supposing|imagine|what if|picture this)\b(?!\s*,)", re.I)
+PURE_SUPPOSITION = re.compile(rf"^(?:{SUPPOSITION_OPENINGS}|picture this)\b(?!\s*,)", re.I)
 TAG_QUESTION = re.compile(
     r",\s*(?:have|has|did|do|does|can|could|would|will|is|are|was|were|what|where|who|any|you|right|isn't|don't|"
     r"didn't|eh)\b[^,]*\?$",

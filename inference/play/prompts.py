@@ -109,13 +109,12 @@ TELLING = re.compile(
 )
 
 
-# A question that asks for a change rather than about one: "could it be daytime?", "can we have some snow?",
-# "can you make the fog go away?". "will it snow?" and "could it get any darker?" still only ask.
+# A question that asks for a change rather than about one: "could it be daytime?", "may we have some snow?"
+# ("can you…", "would we…" are `PROPOSING`'s). "will it snow?" and "could it get any darker?" still only ask.
 # "can the snow stop now?" and "could a fox wander in?" ask as much, with the world's thing as the subject;
 # "will the fog lift?" only asks what will happen.
 REQUESTING = re.compile(
-    r"^(?:please\s+)?(?:(?:(?:can|could|would|will|may)\s+(?:you|we)|(?:can|could|may)\s+(?:it|i|there))\s+"
-    r"(?:please\s+)?(?:not\s+)?"
+    r"^(?:please\s+)?(?:(?:(?:can|could|may)\s+(?:it|i|there)|may\s+(?:you|we))\s+(?:please\s+)?(?:not\s+)?"
     r"(?:make|have|get|be|turn|bring|let|become|change|stop|start|give|summon|conjure|spawn|build|put|grow|plant"
     r"|raise|add|create|send|clear|lift|end)\b"
     r"|(?:can|could)\s+(?:the|this|that|a|an|some|another)\s+(?:\w+\s+){0,2}?"
