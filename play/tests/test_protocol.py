@@ -74,6 +74,43 @@ def test_a_parsed_message_holds_only_values_the_database_and_worker_take(message
             assert payload["key"] in protocol.KEYS
 
 
+def read_by(reader: Any, text: str) -> protocol.FromBrowserMessage | str:
+    try:
+        return reader(text)
+    except protocol.PlayProtocolError as error:
+        return f"refused: {error}"
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    text=MESSAGES.map(the_text_sent)
+    | MESSAGES.map(lambda message: json.dumps(message, indent=1) + " ")
+    | st.builds(
+        lambda message, tail: the_text_sent(message)[:-1] + tail,
+        MESSAGES,
+        st.sampled_from(
+            [
+                ', "seq": 1}',
+                ', "type": "ack"}',
+                ', "frame": 1e2}',
+                ', "seq": 1.0}',
+                ', "frame": NaN}',
+                "}}",
+                "} x",
+                ', "text": "\\ud800"}',
+                ', "text": "\\u0000"}',
+                ', "\\ud800": 1}',
+                ', "seq": 00}',
+                ', "seq": -0}',
+            ]
+        ),
+    )
+)
+def test_the_fast_decoder_reads_every_message_as_the_standard_parser_does(text: str) -> None:
+    fast = read_by(lambda sent: protocol.parse(sent, 0), text)
+    assert fast == read_by(protocol.message_read_for_refusal, text)
+
+
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(max_size=200) | st.builds(lambda depth: "[" * depth + "]" * depth, st.integers(0, 2048)))
 def test_any_text_at_all_is_parsed_or_refused_never_raised(text: str) -> None:
