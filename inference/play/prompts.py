@@ -35,7 +35,8 @@ WEATHER_AND_TIME: tuple[tuple[str, str], ...] = (
     ("night", r"night\w*|nite|midnight|dark\w*|moon\w*|stars?|starry|starlit|starlight|dusk|twilight|sunset"
               r"|evening|pitch black|lights out|sun (?:go(?:es)?|goes|going|went) down|sun set(?:s|ting)?|sun sink\w*"),
     ("dawn", r"dawn\w*|sunrise|sun ?up|daybreak|day break\w*|morning|first light|cock ?crow"
-             r"|sun (?:(?:start|begin)\w* (?:to )?)?(?:rise[sn]?|rising|rose|come[s]? up|coming up|came up|up)"),
+             r"|sun (?:(?:start|begin)\w* (?:to )?)?(?:rise[sn]?|rising|rose|come[s]? up|coming up|came up|up)"
+             r"|sun(?:'s)? (?:peep|peek|creep|climb|poke|edg|inch|crawl)\w* (?:up|over)"),
     ("day", r"day|days|daytime|daylight|broad daylight|noon|midday|mid-day|high noon|lunch ?time|afternoon|bright\w*"
             r"|sunshine|sunlight|sun\w*"),
     ("snow", r"snow\w*|blizzard\w*|flurr(?:y|ies)|sleet|white ?out|(?:blanket|dusting) of white|flakes?|winter\w*"
@@ -49,12 +50,14 @@ WEATHER_PATTERNS = tuple((kind, re.compile(rf"\b(?:{words})\b", re.IGNORECASE)) 
 # Words that bring something into being, or say it is there now ("a beast shows up", "I want a dragon").
 SPAWN = re.compile(
     r"\b(?:appear\w*|spawn\w*|summon\w*|conjure\w*|raise[sd]?|rais(?:es|ing)|rises?|rising|grow\w*|build\w*|place"
-    r"|put|create\w*|add|emerge\w*|materiali[sz]e\w*|arrives?|plant\w*|sprout\w*|show(?:s|ed)? up|pop(?:s|ped)? up"
-    r"|turn(?:s|ed)? up|make|give me|bring\w*|want|wish|need|there(?:'s| is| are| be)|let there|erect\w*|set up"
+    r"|put|create\w*|add|emerge\w*|materiali[sz]e\w*|arrives?|plant\w*|sprout\w*|show(?:s|ed|ing)? up"
+    r"|pop(?:s|ped|ping)? up|turn(?:s|ed|ing)? up|stick|plonk|pop(?=\s+(?:a|an|some|another)\b)|send\w*|make"
+    r"|give me|bring\w*|want|wish|need|there(?:'s| is| are| be)|let there|erect\w*|set up"
     r"|drop|produce|manifest\w*|hang\w*|hung|set|install\w*|let|(?:'d|would)\s+(?:really\s+)?(?:like|love)"
     r"|(?:can|could|may)\s+(?:we|i|you)\s+(?:please\s+)?have|stand\w*\s+(?:\w+\s+){0,4}?up"
     r"|(?:com(?:e|es|ing)|wander(?:s|ing)?|trot(?:s|ting)?|fl(?:y|ies|ying)|creep(?:s|ing)?|drift(?:s|ing)?)"
-    r"\s+(?:\w+ing\s+)?(?:in|out|along|by|over|here|up|past|down|into view|and)|com(?:e|es|ing)(?=\W*$))\b",
+    r"\s+(?:\w+ing\s+)?(?:in|out|along|by|over|here|up|past|down|through|across|around|into view|and)"
+    r"|com(?:e|es|ing)(?=\W*$))\b",
     re.IGNORECASE,
 )
 OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
@@ -66,7 +69,9 @@ OBJECT_WORDS: dict[str, str] = {kind: kind for kind in OBJECT_KINDS} | {
         ("crystal", "crystals gem gems gemstone jewel jewels shard shards diamond quartz amethyst emerald ruby"),
         ("creature", "creatures monster monsters beast beasts animal animals dragon dragons wolf wolves bear fox "
                      "deer owl troll goblin golem unicorn critter serpent cat cats dog dogs horse horses bird birds "
-                     "raven crow rabbit hare stag boar badger squirrel"),
+                     "raven crow rabbit hare stag boar badger squirrel hedgehog mouse mice rat goat goats sheep cow "
+                     "cows pig duck ducks goose geese swan frog toad snake lizard bat bats seal gull seagull otter "
+                     "moose elk lion tiger monkey spider beetle moth butterfly crab whale dolphin"),
     )
     for word in words.split()
 }  # fmt: skip
@@ -84,7 +89,8 @@ NEGATION = re.compile(
     r"without|(?:is|are|'s|feels?|seems?|looks?|gets?|getting)\s+(?:far\s+|way\s+|much\s+|a (?:bit|little)\s+)?too"
     r"(?=\s+(?!(?:much|many)\b)[a-z]+)|"
     r"go(?:es)? away|away|get rid of|eas(?:e|es|ing) off|di(?:e|es|ing) down|let(?:s|ting)? up|blow(?:s|ing)? over|"
-    r"rid of|remove|banish|dispel|disperse|cease|halt|undo(?:es|ing|ne)?|reverse[sd]?|reversing|cancel\w*|"
+    r"rid of|remove|banish|dispel|disperse|cease|halt|scrap\w*|ditch|nix|"
+    r"(?:hurt|sting|blind)\w*(?=\s+(?:my|our)\s+eyes\b)|undo(?:es|ing|ne)?|reverse[sd]?|reversing|cancel\w*|"
     r"take (?:back|away)|call off|(?:disappear|vanish)\w*(?=\W*$)|"
     r"(?:do|does|did|is|are|was|were|wo|ca)n't|(?:do|does|did) not|dont|doesnt|isnt|wont|"
     r"(?:sick|tired|weary) of|fed up with|had enough of|hate|can't stand|out of here|be gone|begone|away with|"
@@ -128,9 +134,9 @@ REQUESTING = re.compile(
 # see the tower?", "would you like to…") asks for no change; "can it rain for a while?" asks for rain, where
 # "will it rain?" only asks what will happen.
 PROPOSING = re.compile(
-    r"^(?:please\s+)?(?:how about|what if|is it possible to|is there (?:any )?way to|would it be possible to"
-    r"|any chance\b"
-    r"|(?:can|could|would|will)\s+(?:you|we|ya)\s+(?:please\s+)?(?:just\s+)?"
+    r"^(?:please\s+)?(?:how about|what if|is it possible to|is there (?:any |some )?way\b|would it be possible to"
+    r"|any chance\b|.*\b(?:be|is)\s+(?:that\s+)?possible\W*$"
+    r"|(?:can|could|would|will|might|shall)\s+(?:you|we|ya)\s+(?:please\s+)?(?:just\s+)?"
     r"(?!(?:see|hear|smell|feel|remember|know|find|believe|think|guess|imagine|recall|understand|tell|say|explain"
     r"|describe|like|prefer|rather|want|care|help|hold)\b)[a-z]+"
     r"|(?:can|could|may)\s+it\s+(?:please\s+)?(?:just\s+)?(?:rain|snow|pour|drizzle|storm|thunder|hail|sleet"
@@ -240,11 +246,15 @@ PROHIBITION = re.compile(
 # foggy", "I hope it doesn't rain tonight", "hold off on the nightfall".
 PREVENTION = re.compile(
     r"\b(?:(?:make sure|ensure|hope|rather|prefer|careful)\b.*\b(?:it|there|we)\s+(?:doesn't|does not|didn't|did not"
-    r"|won't|will not|never)|hold(?:ing)? off|postpone\w*|put off|not yet|wait (?:with|on|before))\b",
+    r"|don't|do not|won't|will not|never)|hold(?:ing)? off|postpone\w*|put off|not yet|wait (?:with|on|before))\b",
     re.IGNORECASE,
 )
-# "turn this drizzle into snow" asks for the snow; what it turns is replaced by it.
-TURNED_INTO = re.compile(r"^.*?\b(?:turn|change|transform|switch)\w*\s+.+?\s+(?:in)?to\s+(?=\w)", re.IGNORECASE)
+# "turn this drizzle into snow" and "swap this rain for snow" ask for the snow; what is turned is replaced by it.
+TURNED_INTO = re.compile(
+    r"^.*?\b(?:(?:turn|change|transform|switch)\w*\s+.+?\s+(?:in)?to|(?:swap|switch|exchange|trade|replace)\w*\s+.+?\s+"
+    r"(?:for|with))\s+(?=\w)",
+    re.IGNORECASE,
+)
 # "a mist so thick I can't see my own hand": how much of it, not a negation.
 RESULT_CLAUSE = re.compile(r"\b(?:so|such)\s+\w+\s+(?:that\s+)?(?:i|you|we|they|one|nobody|no one)\b.*$", re.I)
 # Delight in what is there asks for nothing: "the stars are gorgeous tonight", "the rain sounds lovely".

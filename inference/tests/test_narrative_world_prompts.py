@@ -327,3 +327,32 @@ def test_complaints_idioms_and_favours_are_read_as_a_person_reads_them(
     prompt: str, expected: list[dict[str, str]]
 ) -> None:
     assert_read_from_the_words_alone(prompt, expected)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("this glare is blinding my eyes, make it dusk", [{"kind": "night"}]),
+        ("let's watch the sun creeping up over the hills", [{"kind": "dawn"}]),
+        ("is there some way you could make it foggy?", [{"kind": "fog"}]),
+        ("might you bring a flurry in, what do you think?", [{"kind": "snow"}]),
+        ("shall we have a downpour?", [{"kind": "rain"}]),
+        ("would a spot of sunshine be possible?", [{"kind": "day"}]),
+        ("trade the snow for a thunderstorm", [{"kind": "rain"}]),
+        ("replace the mist with sunshine", [{"kind": "day"}]),
+        ("ditch the drizzle", [{"kind": "clear", "object": "rain"}]),
+        ("scrap the mist", [{"kind": "clear", "object": "fog"}]),
+        ("I hope we don't get fog on the way back", []),
+        ("any chance of an oak showing up by the well?", [{"kind": "spawn", "object": "tree"}]),
+        ("stick a torch beside the door", [{"kind": "spawn", "object": "lantern"}]),
+        ("pop a crystal next to the well", [{"kind": "spawn", "object": "crystal"}]),
+        ("send a goat wandering through the square", [{"kind": "spawn", "object": "creature"}]),
+        ("could a duck come waddling by?", [{"kind": "spawn", "object": "creature"}]),
+        ("the wolf bit my hand", []),
+        ("is that possible?", []),
+    ],
+)  # fmt: skip
+def test_wishes_put_as_possibilities_swaps_and_things_sent_into_the_world_are_asked_for(
+    prompt: str, expected: list[dict[str, str]]
+) -> None:
+    assert_read_from_the_words_alone(prompt, expected)
