@@ -8,6 +8,10 @@ and importance).
 - memory_use_rate: replies to questions that ask for something the player told earlier (forty turns of
   other talk in between) that contain every expected word: the 40-turn conversations with each demo
   character, and the memory cases (a fact, forty lines of filler, an indirect question). Target 0.9.
+- false_recollection_rate: the memory cases asked with another case's fact told in its place, so that
+  nothing the player said answers the question: the share of them a character answers by stating a
+  recalled sentence (the recollection that opens a reply) that is not that other fact. Lower is better: a
+  character who does not know should not say a wrong memory as if it were one. No target in the issue.
 - reply_in_character_rate: replies in the conversations that the automatic checks pass: every sentence
   passes the reply checks (no other script, no web or assistant talk, no repeat of the last reply) and the
   reply is the model's own, not a creator's line put in for a failed one. Whether a reply is on topic is
@@ -32,6 +36,7 @@ import json
 import multiprocessing
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +59,7 @@ from inference.narrative.memory import (
     consolidation_due,
     retrieve,
 )
+from inference.narrative.recollection import recollect, sentences_of
 from inference.narrative.setting import Setting
 from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.host import Job
@@ -142,6 +148,22 @@ class RememberingLink:
 
     def conversation_record(self, session: str, character: str, said: str, reply: str) -> None:
         pass
+
+
+class RememberedEmbedder:
+    """An embedder that embeds each text once: the memory cases tell the same filler lines over and over."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.vectors: dict[str, np.ndarray] = {}  # text -> (D,)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        new = [text for text in dict.fromkeys(texts) if text not in self.vectors]
+        if new:
+            self.vectors.update(zip(new, self.inner.embed(new), strict=True))
+        if not texts:
+            return self.inner.embed(texts)
+        return np.stack([self.vectors[text] for text in texts])  # (N, D)
 
 
 @dataclass
@@ -298,6 +320,30 @@ def memory_case_figures(narrator: Narrator, directory: Path, cases_count: int | 
     return scored
 
 
+def false_recollection_figures(narrator: Narrator, directory: Path, cases_count: int | None) -> Scored:
+    """The memory cases with the fact of the case half the list away told instead of their own, so the
+    question has no answer among what the player said: passed when no recollection is stated, or one of that
+    other fact (a question may fit it, "what's my dog called?" to another player's dog)."""
+    data = load(directory, "memory.json")
+    cases = data["cases"][:cases_count]
+    scored = Scored()
+    for offset, case in enumerate(cases):
+        other = cases[(offset + len(cases) // 2) % len(cases)]
+        talk = Conversation(narrator, "dark-lighthouse", "traveller", "Eve")
+        talk.tell(other["fact"])
+        for turn in range(FILLER_TURNS):
+            talk.tell(data["filler"][(offset * 7 + turn) % len(data["filler"])])
+        query = narrator.embedder.embed([case["question"]])[0]  # (D,)
+        recalled = talk.link.recall(
+            session="evaluation", character=None, speaker=None, query=query.astype("<f4").tobytes(), recent=[]
+        )
+        found = recollect(case["question"], query, [*recalled.memories, *recalled.told], narrator.embedder)
+        false = found is not None and found.sentence not in sentences_of([other["fact"]])
+        stated = found.statement if found is not None else "(no recollection)"
+        scored.add(not false, f"told {other['fact']!r}; asked {case['question']!r} -> {stated}")
+    return scored
+
+
 def hook_figures(embedder: Embedder, model: LanguageModel, directory: Path) -> tuple[Scored, Scored]:
     branch, fallback = Scored(), Scored()
     for hook in load(directory, "hooks.json")["hooks"]:
@@ -344,18 +390,20 @@ def part_figures(suffix: str, quick: bool) -> tuple[dict[str, float], list[str],
     """One part's figures (keys with `suffix`), its transcript sections and its first-line seconds, with the
     models loaded in this process."""
     django_ready()  # lore is activated by the platform's own selector
-    embedder = default_embedder()
+    embedder = RememberedEmbedder(default_embedder())
     model = default_model()
     narrator = Narrator(embedder, lambda: model)
     directory = PARTS[suffix]
     part = "untouched" if not suffix else "tuning"
     memory, character, transcript, seconds = conversation_figures(narrator, directory, quick)
     cases = memory_case_figures(narrator, directory, 3 if quick else None)
+    unanswerable = false_recollection_figures(narrator, directory, 3 if quick else None)
     branch, fallback = hook_figures(embedder, model, directory)
     prompts = prompt_figures(embedder, directory)
     choices = choice_figures(embedder, model, directory, quick)
     figures = {
         f"memory_use_rate{suffix}": (memory.passed + cases.passed) / max(memory.total + cases.total, 1),
+        f"false_recollection_rate{suffix}": 1.0 - unanswerable.rate,
         f"reply_in_character_rate{suffix}": character.rate,
         f"hook_branch_accuracy{suffix}": branch.rate,
         f"hook_fallback_accuracy{suffix}": fallback.rate,
@@ -366,6 +414,7 @@ def part_figures(suffix: str, quick: bool) -> tuple[dict[str, float], list[str],
     for title, scored in (
         ("Memory: conversations", memory),
         ("Memory: cases", cases),
+        ("Memory: no answer told (FAIL: a false recollection stated)", unanswerable),
         ("In character", character),
         ("Hooks: branches", branch),
         ("Hooks: no branch", fallback),

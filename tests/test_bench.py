@@ -189,6 +189,7 @@ def test_the_quick_narrative_evaluation_writes_both_parts_and_its_transcripts() 
     figures = json.loads((ROOT / "bench" / "results" / "narrative_eval.json").read_text())
     names = [
         "memory_use_rate",
+        "false_recollection_rate",
         "reply_in_character_rate",
         "hook_branch_accuracy",
         "hook_fallback_accuracy",
