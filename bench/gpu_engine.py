@@ -104,6 +104,8 @@ def measure(engine: ChunkedVideoEngine, count: int, chunks: int) -> dict[str, fl
         time.sleep(max(0.0, due - time.perf_counter()))  # paced as the host paces; no sleep when behind
         if tick == chunk:  # the first chunk, drawn from the seed, warms up and is not measured
             measured_from, measured_ticks = time.perf_counter(), 0
+            # The pace starts again from here: ticks catching up on a slow warm-up would count as speed.
+            started = measured_from - tick / fps
         # The keys change half-way through each chunk: the next chunk is the first that can show them.
         action = CONFIG.pattern[((tick + chunk // 2) // chunk) % len(CONFIG.pattern)]
         if tick >= chunk and tick % chunk == chunk - chunk // 2:

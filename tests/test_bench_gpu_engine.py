@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -63,6 +65,21 @@ def test_its_loop_paces_the_sessions_and_times_chunks_and_key_changes_on_a_cpu_e
     assert half_chunk_ms * 0.8 <= figures["input_to_frame_ms_p50_n2"] <= half_chunk_ms * 1.8
     if not torch.cuda.is_available():
         assert not [name for name in figures if "memory" in name]
+
+
+class SlowFirstChunkEngine(TinyChunkedEngine):
+    """Its first chunk takes as long as a GPU's first chunk can (compiling, allocating): a second."""
+
+    def generate(self, contexts: list[Any], controls: list[Any], prompts: list[str]) -> list[Any]:
+        if not getattr(self, "warmed_up", False):
+            self.warmed_up = True
+            time.sleep(1.0)
+        return super().generate(contexts, controls, prompts)
+
+
+def test_a_slow_warm_up_is_not_counted_as_speed_afterwards() -> None:
+    figures = gpu_engine.measure(SlowFirstChunkEngine(), count=2, chunks=3)
+    assert figures["fps_per_session_n2"] == pytest.approx(20, rel=0.15)
 
 
 def test_sessions_per_gpu_is_the_largest_count_that_kept_the_rate() -> None:
