@@ -153,7 +153,7 @@ def browser_id(query_string: bytes) -> str | None:
 
 
 # msgspec reads a well-formed message straight into its Struct; `convert` on the union rebuilds the union's
-# type information on every call, which made parsing the acknowledgement of each frame a tenth of daphne's work.
+# type information on every call, and every frame's acknowledgement is parsed here.
 BROWSER_MESSAGE_DECODER = msgspec.json.Decoder(FromBrowserMessage)
 
 
