@@ -20,7 +20,7 @@ import asyncio
 import collections
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
 from channels.layers import get_channel_layer
@@ -114,15 +114,15 @@ class PlayConsumer(DatabaseCallConsumer):
         self.frame_received_at: float | None = None
         self.inputs = InputBucket(time.monotonic)
         self.inputs_waiting: asyncio.Queue[protocol.BrowserInput] = asyncio.Queue(maxsize=INPUTS_WAITING)
-        self.inputs_logger = asyncio.create_task(self.inputs_log())
+        self.inputs_logger = asyncio.create_task(self.socket_closed_on_failure(self.inputs_log()))
         self.user_group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         self.frames = get_channel_layer(services.FRAMES_LAYER)
         self.frames_channel = await self.frames.new_channel()
         await self.frames.group_add(self.group, self.frames_channel)
-        self.frames_reader = asyncio.create_task(self.frames_read())
-        self.presence_keeper = asyncio.create_task(self.presence_keep())
+        self.frames_reader = asyncio.create_task(self.socket_closed_on_failure(self.frames_read()))
+        self.presence_keeper = asyncio.create_task(self.socket_closed_on_failure(self.presence_keep()))
         # Read again now that the groups are joined: a status the session took before this (dispatched while the
         # socket was opening) is in the welcome, and every later one reaches this socket as a message.
         await database_call(self.session.refresh_from_db)(fields=["status"])
@@ -173,6 +173,16 @@ class PlayConsumer(DatabaseCallConsumer):
         except asyncio.QueueFull:
             waiting = "too many inputs waiting to be logged; slow down"
             await self.send_message(protocol.Error(error=waiting, seq=message.seq))
+
+    async def socket_closed_on_failure(self, loop: Coroutine[Any, Any, None]) -> None:
+        """Run one of the loops beside the consumer's own. A loop that fails closes the socket: the page
+        reconnects and starts them all afresh, where a loop that had quietly ended would leave the browser
+        waiting forever (for frames, say) on a socket that looks healthy."""
+        try:
+            await loop
+        except Exception:
+            logger.exception("a loop of a socket of session %s failed; the socket is closed", self.session)
+            await self.close(code=protocol.CLOSE_INTERNAL_ERROR)
 
     async def presence_keep(self) -> None:
         """Say every few seconds that this browser still watches; a daphne that dies stops saying it."""

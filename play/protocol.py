@@ -34,6 +34,8 @@ BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 # The close code when the player's sign-in ends (log-out, password change, suspension): the page should send
 # them to log in rather than reconnect. 4000-4999 are the application's own codes (RFC 6455, 7.4.2).
 CLOSE_SIGNED_OUT = 4001
+# The server failed for this socket alone (WebSocket's own code): the page reconnects.
+CLOSE_INTERNAL_ERROR = 1011
 # Browser frames: frame number, the last applied input's session sequence, codec (an index of FRAME_CODECS) and
 # flags (KEY_FRAME_FLAG), then the JPEG or the video packet. The worker's frame header is the session id and
 # then this one, so a frame goes to browsers as it came.

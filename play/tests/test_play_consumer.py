@@ -31,9 +31,9 @@ from config.routing import application
 from inference import protocol as worker_protocol
 from moderation.services import user_suspend
 from play import protocol
-from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, VIDEO_TICKS_IN_FLIGHT
+from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, VIDEO_TICKS_IN_FLIGHT, PlayConsumer
 from play.models import PlaySession, SessionEvent
-from play.protocol import BROWSER_FRAME_HEADER, CLOSE_SIGNED_OUT
+from play.protocol import BROWSER_FRAME_HEADER, CLOSE_INTERNAL_ERROR, CLOSE_SIGNED_OUT
 from play.services import FRAMES_LAYER, sessions_park_unwatched, worker_forward_event
 from play.tests.factories import PlaySessionFactory
 from play.worker_consumer import frame_relayed
@@ -247,6 +247,22 @@ async def test_a_player_s_sockets_close_when_their_sign_in_ends(running: Any) ->
     for communicator in sockets:
         assert await communicator.receive_json_from(timeout=2) == {"type": "error", "error": "you signed out"}
         assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_SIGNED_OUT}
+
+
+async def test_a_socket_whose_frames_can_no_longer_be_read_is_closed_for_the_page_to_reconnect(
+    running: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(consumer: PlayConsumer, event: dict[str, Any]) -> None:
+        raise ConnectionError("the frames' pub/sub connection is gone")
+
+    monkeypatch.setattr(PlayConsumer, "session_frame", broken)
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame_event(1))
+    assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_INTERNAL_ERROR}
 
 
 async def test_a_suspension_closes_the_person_s_sockets_and_no_one_else_s(running: Any) -> None:
