@@ -121,6 +121,7 @@ class PlayConsumer(DatabaseCallConsumer):
         self.frames = get_channel_layer(services.FRAMES_LAYER)
         self.frames_channel = await self.frames.new_channel()
         await self.frames.group_add(self.group, self.frames_channel)
+        self.welcomed = asyncio.Event()
         self.frames_reader = asyncio.create_task(self.socket_closed_on_failure(self.frames_read()))
         self.presence_keeper = asyncio.create_task(self.socket_closed_on_failure(self.presence_keep()))
         # Read again now that the groups are joined: a status the session took before this (dispatched while the
@@ -133,6 +134,7 @@ class PlayConsumer(DatabaseCallConsumer):
             protocol=protocol.PROTOCOL_VERSION, session=str(self.session.pk), role=role, status=status
         )
         await self.send_message(welcome)
+        self.welcomed.set()
         await database_call(services.session_seen)(session_id=self.session.pk)
         if self.session.status != SessionStatus.ENDED:
             await database_call(services.session_resume)(session=self.session, viewer=self.channel_name)
@@ -247,7 +249,10 @@ class PlayConsumer(DatabaseCallConsumer):
 
     async def frames_read(self) -> None:
         """Frames arrive on a channel layer of their own (services.FRAMES_LAYER), read here beside the consumer's
-        own loop; the bookkeeping they share with acknowledgements has no await between its reads and writes."""
+        own loop; the bookkeeping they share with acknowledgements has no await between its reads and writes.
+        The first is sent after the welcome: a socket not yet accepted cannot be sent anything, and the frames
+        that arrive before then wait in the channel."""
+        await self.welcomed.wait()
         while True:
             await self.session_frame(await self.frames.receive(self.frames_channel))
 

@@ -265,6 +265,26 @@ async def test_a_socket_whose_frames_can_no_longer_be_read_is_closed_for_the_pag
     assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_INTERNAL_ERROR}
 
 
+async def test_a_frame_that_arrives_while_the_socket_is_being_accepted_is_sent_after_the_welcome(
+    running: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session, _ = running
+    accept = PlayConsumer.accept
+
+    async def accept_after_a_frame(consumer: PlayConsumer, subprotocol: str | None = None) -> None:
+        await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame_event(1))
+        await asyncio.sleep(0.2)  # the frame reaches the consumer's channel before the socket is accepted
+        await accept(consumer, subprotocol)
+
+    monkeypatch.setattr(PlayConsumer, "accept", accept_after_a_frame)
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    connected, _ = await communicator.connect()
+    assert connected
+    assert (await communicator.receive_json_from())["type"] == "welcome"
+    assert BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from())[0] == 1
+
+
 async def test_a_suspension_closes_the_person_s_sockets_and_no_one_else_s(running: Any) -> None:
     session, _ = running
     owner = await database_sync_to_async(lambda: session.owner)()
