@@ -59,6 +59,7 @@ import websockets
 from bench import Skipped
 from bench.gallery_speed import django_ready, percentile
 from bench.runtime_speed import fixtures
+from play.protocol import JPEG_ACK_TICKS
 
 TARGET_P95_MS = 150.0
 # The most of each process kind a shape may name: `run_cluster`'s limit.
@@ -128,6 +129,7 @@ class Player:
     frames: set[int] = field(default_factory=set)  # the numbers of the frames it was sent
     inputs: int = 0
     dropped: bool = False
+    acknowledged: int = 0  # the newest frame it acknowledged, by the page's rule (every JPEG_ACK_TICKS)
 
 
 @dataclass(frozen=True)
@@ -410,8 +412,10 @@ async def play(player: Player, seconds: float, interval: float | None) -> None:
             arrived = time.perf_counter()
             number, applied = int.from_bytes(message[:4]), int.from_bytes(message[4:8])
             player.frames.add(number)
-            if not await sent_or_dropped(player, {"type": "ack", "frame": number}):
-                return
+            if number >= player.acknowledged + JPEG_ACK_TICKS:
+                player.acknowledged = number
+                if not await sent_or_dropped(player, {"type": "ack", "frame": number}):
+                    return
             for session_sequence in [number for number in awaiting if number <= applied]:
                 player.latencies.append((arrived - awaiting.pop(session_sequence)) * 1000)
             continue

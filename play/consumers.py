@@ -1,7 +1,7 @@
 """The browser's end of a play session (`/ws/play/<session>/`); the protocol is play/PROTOCOL.md.
 
 Frames are flow-controlled, so that the memory a browser can make the server hold stays bounded. A JPEG frame
-stands alone: at most `FRAMES_IN_FLIGHT` are unacknowledged per browser, and while that many are in flight only
+stands alone: frames up to `FRAMES_IN_FLIGHT` ticks past the last acknowledged are in flight, and meanwhile only
 the newest waits, so a slow browser gets the newest frame when it catches up. A video frame needs every frame
 since the last key frame: a browser gets every one while its oldest unacknowledged frame is at most
 `VIDEO_TICKS_IN_FLIGHT` ticks older; a browser further behind, or one that has just arrived, is sent no delta
@@ -35,7 +35,9 @@ from play.selectors import live_text_refusal, session_role
 
 logger = logging.getLogger(__name__)
 
-FRAMES_IN_FLIGHT = 2
+# JPEG frames are counted in ticks (frame numbers): a slow reader has at most this many queued on its way, and a
+# page that acknowledges every `protocol.JPEG_ACK_TICKS` ticks always has one more frame coming to acknowledge.
+FRAMES_IN_FLIGHT = 2 * protocol.JPEG_ACK_TICKS
 # Frame numbers are ticks (20 a second): a browser half a second behind jumps to a key frame rather than watch
 # ever later; a frame's bytes are bounded (daphne's 1 MiB message limit on the worker's socket), so ten are too.
 VIDEO_TICKS_IN_FLIGHT = 10

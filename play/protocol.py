@@ -36,6 +36,10 @@ BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 CLOSE_SIGNED_OUT = 4001
 # The server failed for this socket alone (WebSocket's own code): the page reconnects.
 CLOSE_INTERNAL_ERROR = 1011
+# A page acknowledges a JPEG frame only once its number is this many past the last it acknowledged: each
+# acknowledgement costs the server about as much as sending a frame. Frame numbers are ticks (20 a second), and
+# the server lets more ticks than this be in flight, so a page always receives a frame it acknowledges.
+JPEG_ACK_TICKS = 2
 # Browser frames: frame number, the last applied input's session sequence, codec (an index of FRAME_CODECS) and
 # flags (KEY_FRAME_FLAG), then the JPEG or the video packet. The worker's frame header is the session id and
 # then this one, so a frame goes to browsers as it came.
@@ -301,6 +305,7 @@ BROWSER_MESSAGES: dict[str, type[ForBrowser]] = {
 PAGE_CONSTANTS = {
     "keys": list(KEYS),
     "close_signed_out": CLOSE_SIGNED_OUT,
+    "jpeg_ack_ticks": JPEG_ACK_TICKS,
     "frame_header_bytes": BROWSER_FRAME_HEADER.size,
     "frame_codecs": list(worker_protocol.FRAME_CODECS),
     "key_frame_flag": worker_protocol.KEY_FRAME_FLAG,

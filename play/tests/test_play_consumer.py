@@ -31,9 +31,9 @@ from config.routing import application
 from inference import protocol as worker_protocol
 from moderation.services import user_suspend
 from play import protocol
-from play.consumers import INPUT_BURST, INPUT_RATE_PER_SECOND, VIDEO_TICKS_IN_FLIGHT, PlayConsumer
+from play.consumers import FRAMES_IN_FLIGHT, INPUT_BURST, INPUT_RATE_PER_SECOND, VIDEO_TICKS_IN_FLIGHT, PlayConsumer
 from play.models import PlaySession, SessionEvent
-from play.protocol import BROWSER_FRAME_HEADER, CLOSE_INTERNAL_ERROR, CLOSE_SIGNED_OUT
+from play.protocol import BROWSER_FRAME_HEADER, CLOSE_INTERNAL_ERROR, CLOSE_SIGNED_OUT, JPEG_ACK_TICKS
 from play.services import FRAMES_LAYER, sessions_park_unwatched, worker_forward_event
 from play.tests.factories import PlaySessionFactory
 from play.worker_consumer import frame_relayed
@@ -355,7 +355,7 @@ async def test_a_socket_to_an_unrouted_path_is_refused_at_the_handshake(running:
     assert not (await communicator.connect())[0]  # closed before accept: daphne answers 403
 
 
-async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent(running: Any) -> None:
+async def test_frames_beyond_those_in_flight_wait_and_only_the_newest_is_sent(running: Any) -> None:
     session, _ = running
     owner = await database_sync_to_async(lambda: session.owner)()
     communicator = await connect(session.pk, owner)
@@ -363,16 +363,41 @@ async def test_frames_beyond_two_unacknowledged_wait_and_only_the_newest_is_sent
     await communicator.receive_json_from()
     group = f"play.{session.pk}"
     dropped_before = sample("worldloom_frames_dropped_total")
-    for number in range(1, 7):
+    for number in range(1, FRAMES_IN_FLIGHT + 5):
         await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(number))
-    received = [await communicator.receive_from() for _ in range(2)]
-    assert [frame[BROWSER_FRAME_HEADER.size :] for frame in received] == [b"jpeg1", b"jpeg2"]
+    received = [await communicator.receive_from() for _ in range(FRAMES_IN_FLIGHT)]
+    in_flight = [b"jpeg%d" % number for number in range(1, FRAMES_IN_FLIGHT + 1)]
+    assert [frame[BROWSER_FRAME_HEADER.size :] for frame in received] == in_flight
     assert await communicator.receive_nothing(timeout=0.3)
-    # Frames 3, 4 and 5 each waited and gave way to a newer one: the operators' metric counts them.
+    # The three frames after those each waited and gave way to a newer one: the operators' metric counts them.
     assert sample("worldloom_frames_dropped_total") - dropped_before == 3
-    await communicator.send_json_to({"type": "ack", "frame": 2})
+    # The page acknowledges only every JPEG_ACK_TICKS: the newest waiting frame goes out at its acknowledgement.
+    await communicator.send_json_to({"type": "ack", "frame": JPEG_ACK_TICKS})
     newest = await communicator.receive_from()
-    assert newest[BROWSER_FRAME_HEADER.size :] == b"jpeg6"
+    assert newest[BROWSER_FRAME_HEADER.size :] == b"jpeg%d" % (FRAMES_IN_FLIGHT + 4)
+    await communicator.disconnect()
+
+
+async def test_a_page_acknowledging_every_few_ticks_gets_the_newest_frame_whichever_ticks_had_none(
+    running: Any,
+) -> None:
+    """The page's rule (player.js, acknowledgeJpeg) against the flow control here, with frames missing for some
+    ticks (a worker falling behind skips them): the page is never left holding nothing to acknowledge while the
+    server holds the newest frame back."""
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    communicator = await connect(session.pk, owner)
+    await communicator.connect()
+    await communicator.receive_json_from()
+    acknowledged = received = 0
+    for number in [1, 2, 5, 6, 7, 11, 12, 13, 20, 21, 22, 23, 24, 30, 31, 45]:
+        await get_channel_layer(FRAMES_LAYER).group_send(f"play.{session.pk}", frame_event(number))
+        while not await communicator.receive_nothing(timeout=0.3):
+            received = BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from())[0]
+            if received >= acknowledged + JPEG_ACK_TICKS:
+                acknowledged = received
+                await communicator.send_json_to({"type": "ack", "frame": received})
+    assert received == 45
     await communicator.disconnect()
 
 

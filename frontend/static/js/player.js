@@ -40,6 +40,7 @@
   let queue = null; // while queued: { place, reason } or { place, until } (when the estimate runs out)
   let framesDrawn = 0;
   let framesSeen = 0;
+  let jpegAcknowledged = 0; // the newest JPEG frame this connection acknowledged
   let framesPerSecond = null; // null until a second with frames was counted (none yet: not a stall)
   let latency = null;
   let backoff = 500;
@@ -106,6 +107,7 @@
     socket.addEventListener("open", () => {
       backoff = 500;
       framesPerSecond = null; // a new connection: its rate is counted afresh
+      jpegAcknowledged = 0; // and its flow control starts afresh
       for (const message of unconfirmed.values()) socket.send(JSON.stringify(message));
     });
     socket.addEventListener("message", (event) => {
@@ -134,7 +136,7 @@
     const key = (header.getUint8(9) & protocol.key_frame_flag) !== 0;
     // A JPEG is acknowledged as it arrives (a newer one replaces it); a video frame once it is decoded and
     // drawn, so that a decoder falling behind counts as lagging and the platform skips it to a key frame.
-    if (codec === "jpeg" || !context) acknowledge(number);
+    if (codec === "jpeg" || !context) acknowledgeJpeg(number);
     framesSeen += 1;
     const now = performance.now();
     for (const [sent, at] of awaitingFrame) {
@@ -148,6 +150,13 @@
 
   function acknowledge(number) {
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "ack", frame: number }));
+  }
+
+  // Every other frame: the platform keeps twice as many frame numbers in flight, so the next one always comes.
+  function acknowledgeJpeg(number) {
+    if (number < jpegAcknowledged + protocol.jpeg_ack_ticks) return;
+    jpegAcknowledged = number;
+    acknowledge(number);
   }
 
   function drawJpeg(number, picture) {
