@@ -6,7 +6,9 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 import time
 import uuid
 from datetime import timedelta
@@ -21,7 +23,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Case, JSONField, Q, Value, When
 from django.utils import timezone
 
 from accounts.models import User
@@ -383,17 +385,18 @@ def applied_effects(applied: worker_protocol.SessionApplied) -> tuple[uuid.UUID,
 @transaction.atomic
 def session_inputs_applied(*, applied: list[tuple[uuid.UUID, int, int, dict[str, Any]]]) -> None:
     """Record the tick each input was applied at and what it became (a worker's report of one tick, all its
-    sessions); replay after a failover relies on it. Two queries however many inputs the tick applied."""
+    sessions); replay after a failover relies on it. One UPDATE however many inputs the tick applied: every
+    daphne process runs this twenty times a second for each worker it serves."""
     reported = {(session_id, sequence): (tick, effects) for session_id, sequence, tick, effects in applied}
     if not reported:
         return
-    which = Q()
-    for session_id, sequence in reported:
-        which |= Q(session_id=session_id, sequence=sequence)
-    events = list(SessionEvent.objects.filter(which).only("pk", "session_id", "sequence"))
-    for event in events:
-        event.applied_tick, event.applied_effects = reported[(event.session_id, event.sequence)]
-    SessionEvent.objects.bulk_update(events, ["applied_tick", "applied_effects"])
+    events = {Q(session_id=session_id, sequence=sequence): done for (session_id, sequence), done in reported.items()}
+    SessionEvent.objects.filter(functools.reduce(operator.or_, events)).update(
+        applied_tick=Case(*(When(event, then=Value(tick)) for event, (tick, _) in events.items())),
+        applied_effects=Case(
+            *(When(event, then=Value(effects, output_field=JSONField())) for event, (_, effects) in events.items())
+        ),
+    )
 
 
 @transaction.atomic
