@@ -385,8 +385,8 @@ def applied_effects(applied: worker_protocol.SessionApplied) -> tuple[uuid.UUID,
 @transaction.atomic
 def session_inputs_applied(*, applied: list[tuple[uuid.UUID, int, int, dict[str, Any]]]) -> None:
     """Record the tick each input was applied at and what it became (a worker's report of one tick, all its
-    sessions); replay after a failover relies on it. One UPDATE however many inputs the tick applied: every
-    daphne process runs this twenty times a second for each worker it serves."""
+    sessions); replay after a failover relies on it. One UPDATE however many inputs the tick applied: the daphne
+    process a worker is connected to runs this twenty times a second for that worker."""
     reported = {(session_id, sequence): (tick, effects) for session_id, sequence, tick, effects in applied}
     if not reported:
         return

@@ -64,8 +64,8 @@ async def messages_dispatched(
     `dispatch` raises (StopConsumer ends it, inside an ExceptionGroup).
 
     Channels' own loop (`await_many_dispatch`) waits on one new task per source for every message with
-    `asyncio.wait`, a cost paid for every message, and every browser acknowledges every frame. Here a task per
-    source reads in a loop and takes its turn with a lock, which costs nothing when nobody else holds it. As with
+    `asyncio.wait`, a cost paid for every message, and browsers acknowledge the frames they are sent. Here a task
+    per source reads in a loop and takes its turn with a lock, which costs nothing when nobody else holds it. As with
     channels, a source's next message is read only once its last handler has returned."""
     turn = asyncio.Lock()
 
