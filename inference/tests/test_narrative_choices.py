@@ -141,6 +141,21 @@ def test_each_authored_choice_is_rewritten_and_keeps_its_destination() -> None:
     assert "stone stair" in model.requests[0][0][-2]["content"]  # the rewrite is told where it leads
 
 
+def test_other_work_may_run_between_one_choices_rewrites_and_the_nexts() -> None:
+    model = RewritingModel({"Force the": [" rusty door open"], "Search the": [" cellar behind the barrel"]})
+    requests_at_pause: list[int] = []
+    generate_choices(
+        model,
+        EMBEDDER,
+        scene=SCENE,
+        authored=AUTHORED,
+        config=LENIENT,
+        seed=3,
+        between_choices=lambda: requests_at_pause.append(len(model.requests)),
+    )
+    assert requests_at_pause == [1]  # after the first choice's rewrites, before the second's
+
+
 def test_a_rewrite_that_fails_gives_way_to_its_authored_choice_alone() -> None:
     model = RewritingModel({"Force the": [" rusty door open"], "Search the": [" game of this tournament"]})
     result = generate_choices(model, EMBEDDER, scene=SCENE, authored=AUTHORED, config=LENIENT)

@@ -282,7 +282,9 @@ def test_each_written_choice_leads_where_the_authored_choice_it_rewrites_leads()
     assert [choice["leads_to"] for choice in offer_job.data["authored"]] == ["The deck creaks.", "The guard frowns."]
     model = RewritingModel({"Board the": " creaking ship in the fog", "Ask the": " frowning guard about the fog"})
     link = RecordingLink()
-    Narrator(HashedWordsEmbedder(), lambda: model).run(offer_job, link)
+    pauses: list[int] = []
+    Narrator(HashedWordsEmbedder(), lambda: model, urgent_run=lambda: pauses.append(1)).run(offer_job, link)
+    assert pauses == [1]  # where a reply that a player waits on may run, between the two choices
     (proposal,) = link.of_type(SessionPropose)
     written = [
         OfferedChoice(text="Board the creaking ship in the fog", to="ship"),
