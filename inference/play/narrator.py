@@ -109,8 +109,11 @@ class NarratorConfig:
     # the creator wrote; no resample starts once a reply has taken `reply_budget_seconds`.
     resamples: int = 2
     reply_budget_seconds: float = 12.0
-    # One to three whole sentences: what the prompt asks for and what a small model keeps coherent.
-    reply_sentences: int = 3
+    # A reply is its opening: a reader cut most of the sentences the default model wrote after its first (off
+    # the subject, into nonsense, or taking back what it had just said), and no embedding score told the few
+    # good ones apart. An opening under `topicality_words` words keeps the sentence after it ("Most evenings.
+    # It rolls in off the causeway."), and a grounded answer is shown whole however many sentences it has.
+    reply_sentences: int = 1
     # MiniLM cosine from a reply's opening (its first `topicality_words` words or more) to the player's line
     # with the character's persona and the world's rules, below which the opening is about something else:
     # openings a reader calls on topic score 0.16 and up, drift such as "You're the last one of them" under.
@@ -286,6 +289,7 @@ class Narrator:
         name = member.sheet.name
         topic = self.embedder.embed([f"{job.data['text']} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
         started = time.monotonic()
+        enough = max(self.config.reply_sentences, len(sentences_of(prompt.reply_prefix)))
         for attempt in range(self.config.resamples + 1):
             if attempt and time.monotonic() - started > self.config.reply_budget_seconds:
                 break
@@ -314,12 +318,12 @@ class Narrator:
                         break
                 shown += self.show(held, job, link, name)
                 held = []
-                if len(shown) >= self.config.reply_sentences:
+                if len(shown) >= enough:
                     break
             if held and (judged or self.about_this_turn(" ".join(held), topic)):
                 shown += self.show(held, job, link, name)  # a reply that ended before five words
             if shown:
-                return shown[: self.config.reply_sentences]
+                return shown
         return []
 
     def about_this_turn(self, text: str, topic: np.ndarray) -> bool:

@@ -16,7 +16,7 @@ from inference.language.local import LocalLanguageModel, LocalModelConfig
 from inference.language.tiny import write_tiny_model
 from inference.narrative.setting import Setting
 from inference.play.host import CONVERSATION, Job, SessionHost
-from inference.play.narrator import Narrator
+from inference.play.narrator import Narrator, NarratorConfig
 from inference.protocol import (
     HookOutcome,
     Offer,
@@ -232,10 +232,40 @@ def test_refused_text_is_never_streamed_and_is_reported(tiny_model: LocalLanguag
     session_host.open(session_open())
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "hello there"})
     link = RecordingLink()
-    run_jobs(session_host, Narrator(HashedWordsEmbedder(), Scripted), link)
+    # Replies of several sentences, so that the refused one comes after one that is shown.
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), Scripted, NarratorConfig(reply_sentences=3)), link)
     shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
     assert shown == ["Fine, I keep the harbour ledger."]
     assert link.of_type(SessionBlocked)[0].terms == ["kill yourself"]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "expected"),
+    [
+        (
+            ["Fine, I keep the harbour ledger. ", "The gulls have eaten my hat. ", "Bye."],
+            ["Fine, I keep the harbour ledger."],
+        ),
+        # An opening too short to judge alone keeps the sentence that makes it an answer.
+        (
+            ["Most evenings. ", "It rolls in off the causeway. ", "Bye."],
+            ["Most evenings.", "It rolls in off the causeway."],
+        ),
+    ],
+)
+def test_a_reply_is_its_opening(pieces: list[str], expected: list[str]) -> None:
+    class Scripted:
+        def stream(self, messages: list[Any], settings: Any) -> Any:
+            return iter(pieces)
+
+    session_host = host()
+    session_host.open(session_open())
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "Is the harbour fog always this thick?"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), Scripted, NarratorConfig(min_topicality=0.0)), link)
+    assert [line.text for line in link.of_type(SessionCharacterLine) if line.text] == expected
+    (exchange,) = link.of_type(SessionExchange)
+    assert exchange.reply == " ".join(expected)  # what is remembered is what was shown
 
 
 def test_a_conversation_needs_no_world_engine_and_keeps_its_talk_in_snapshots() -> None:
