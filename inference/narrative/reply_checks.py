@@ -165,6 +165,8 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("breaks off mid-phrase")
     if context.known_words is not None and (strangers := unknown_names(sentence, context.known_words)):
         problems.append(f"names what the world never mentions: {', '.join(strangers)}")
+    if swaps_names(sentence, context.character_name, context.player_name):
+        problems.append("mixes up who is who")  # "I'm Marguerite, I repair clocks." said by Eve to Marguerite
     if context.identity is not None and (claimed := claimed_identity(sentence, context.identity)):
         problems.append(f"claims to be what the character is not: {claimed}")
     if repeats(sentence, context.last_reply, config):
@@ -218,6 +220,17 @@ def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:
         if before and len(said & before) / len(said) >= share and (len(said) > 1 or said == before):
             return True
     return False
+
+
+def swaps_names(sentence: str, character_name: str, player_name: str) -> bool:
+    """Whether the character gives itself the player's name or gives the player its own."""
+    claims = [
+        (r"i am|i'm|my name is|my name's|call me", player_name),
+        (r"you are|you're|your name is|your name's", character_name),
+    ]
+    return any(
+        name and re.search(rf"\b(?:{openings})\s+{re.escape(name)}\b", sentence, re.I) for openings, name in claims
+    )
 
 
 def echoes(sentence: str, player_line: str, config: ReplyCheckConfig) -> bool:

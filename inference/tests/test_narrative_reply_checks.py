@@ -121,6 +121,29 @@ def test_a_line_that_calls_the_speaker_by_their_own_name_is_refused() -> None:
     assert sentence_problems("Evenings are long up here.", context) == []
 
 
+@given(
+    character=NAMES,
+    player=NAMES,
+    mixed=st.sampled_from(
+        [
+            "I'm {player}, I repair clocks.",
+            "My name is {player}.",
+            "You're {character}.",
+            "Your name is {character}, then.",
+        ]
+    ),
+)
+def test_a_character_who_takes_the_players_name_or_gives_its_own_away_is_refused(
+    character: str, player: str, mixed: str
+) -> None:
+    context = ReplyContext(world_words=frozenset(), character_name=character, player_name=player)
+    problems = sentence_problems(mixed.format(character=character, player=player), context)
+    assert (character.lower() != player.lower()) <= ("mixes up who is who" in problems)
+    for right in ("I'm {character}, I keep the lamp.", "Your name is {player}.", "You're {player}, the clockmaker."):
+        sentence = right.format(character=character, player=player)
+        assert character.lower() == player.lower() or "mixes up who is who" not in sentence_problems(sentence, context)
+
+
 KEEPER = identity_stems_of(["Eve", "Eve is the lighthouse keeper, in her sixties. She listens more than she talks."])
 
 
