@@ -6,9 +6,7 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 
 from __future__ import annotations
 
-import functools
 import logging
-import operator
 import time
 import uuid
 from datetime import timedelta
@@ -23,7 +21,6 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Case, JSONField, Q, Value, When
 from django.utils import timezone
 
 from accounts.models import User
@@ -385,18 +382,38 @@ def applied_effects(applied: worker_protocol.SessionApplied) -> tuple[uuid.UUID,
 @transaction.atomic
 def session_inputs_applied(*, applied: list[tuple[uuid.UUID, int, int, dict[str, Any]]]) -> None:
     """Record the tick each input was applied at and what it became (a worker's report of one tick, all its
-    sessions); replay after a failover relies on it. One UPDATE however many inputs the tick applied: the daphne
-    process a worker is connected to runs this twenty times a second for that worker."""
+    sessions); replay after a failover relies on it.
+
+    One UPDATE joined to the reported rows, written as SQL: the daphne process a worker is connected to runs this
+    twenty times a second for that worker, and the ORM's UPDATE with a CASE per input spent most of its time
+    building the query, not running it. `UPDATE … FROM` is PostgreSQL's and SQLite's (3.33 and later) alike."""
     reported = {(session_id, sequence): (tick, effects) for session_id, sequence, tick, effects in applied}
     if not reported:
         return
-    events = {Q(session_id=session_id, sequence=sequence): done for (session_id, sequence), done in reported.items()}
-    SessionEvent.objects.filter(functools.reduce(operator.or_, events)).update(
-        applied_tick=Case(*(When(event, then=Value(tick)) for event, (tick, _) in events.items())),
-        applied_effects=Case(
-            *(When(event, then=Value(effects, output_field=JSONField())) for event, (_, effects) in events.items())
-        ),
+    session_field = SessionEvent._meta.get_field("session")
+    effects_field = SessionEvent._meta.get_field("applied_effects")
+    table = connection.ops.quote_name(SessionEvent._meta.db_table)
+    rows = "SELECT %s AS session_id, %s AS sequence, %s AS tick, %s AS effects" + (
+        " UNION ALL SELECT %s, %s, %s, %s" * (len(reported) - 1)
     )
+    values = [
+        value
+        for (session_id, sequence), (tick, effects) in reported.items()
+        for value in (
+            session_field.get_db_prep_value(session_id, connection),
+            sequence,
+            tick,
+            effects_field.get_db_prep_value(effects, connection),
+        )
+    ]
+    # Only the quoted table name and placeholders are formatted in; every value is a parameter.
+    statement = (
+        f"UPDATE {table} SET applied_tick = reported.tick, applied_effects = reported.effects "  # noqa: S608
+        f"FROM ({rows}) AS reported "
+        f"WHERE {table}.session_id = reported.session_id AND {table}.sequence = reported.sequence"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(statement, values)
 
 
 @transaction.atomic

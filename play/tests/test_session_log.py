@@ -6,10 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db import connection, connections
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accounts.tests.factories import UserFactory
 from play.models import PlaySession, SessionEvent
-from play.services import session_input_append
+from play.services import session_input_append, session_inputs_applied
 from play.tests.factories import PlaySessionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,3 +91,38 @@ def test_inputs_logged_before_browsers_were_kept_stay_valid_and_deduplicated_per
         session=session, player=session.owner, browser="", client_sequence=5, payload={"type": "pause"}
     )
     assert (event.pk, new) == (old.pk, False)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    reports=st.lists(
+        st.tuples(
+            st.integers(0, 1),
+            st.integers(1, 4),
+            st.integers(0, 2**40),
+            # Any text but NUL, which PostgreSQL's jsonb cannot hold (and no event or flag name contains).
+            st.dictionaries(
+                st.sampled_from(["events", "flags"]),
+                st.lists(st.text(st.characters(exclude_characters="\x00"), max_size=8), max_size=2),
+            ),
+        ),
+        max_size=6,
+    )
+)
+def test_a_ticks_report_records_each_reported_input_and_no_other(
+    reports: list[tuple[int, int, int, dict[str, list[str]]]],
+) -> None:
+    sessions = [PlaySessionFactory(status="queued"), PlaySessionFactory(status="queued")]
+    for session in sessions:
+        for client_sequence in range(1, 5):
+            payload = {"type": "key_down", "key": "KeyW"}
+            session_input_append(
+                session=session, player=session.owner, browser="", client_sequence=client_sequence, payload=payload
+            )
+    applied = [(sessions[index].pk, sequence, tick, effects) for index, sequence, tick, effects in reports]
+    session_inputs_applied(applied=applied)
+    expected = {(session_id, sequence): (tick, effects) for session_id, sequence, tick, effects in applied}
+    for event in SessionEvent.objects.filter(session__in=sessions):
+        assert (event.applied_tick, event.applied_effects) == expected.get(
+            (event.session_id, event.sequence), (None, {})
+        ), (event.session_id, event.sequence)
