@@ -148,7 +148,7 @@ def test_a_prompt_read_again_is_not_read_and_one_that_starts_the_same_reads_only
     model._prompts_read.clear()
     whole_logits, _ = prompt_read_counted(model, later)
     torch.testing.assert_close(later_logits, whole_logits)
-    # The cache handed out is the reader's to decode into: the kept one still gives the same first token.
+    # The cache handed out is the reader's to decode into: decoding into it leaves the kept one as it was.
     cache, _ = model.prompt_read(model._encode(later))
     model.model(input_ids=torch.tensor([[1, 2, 3]]), use_cache=True, **{model.cache_argument: cache})
     assert torch.equal(prompt_read_counted(model, later)[0], whole_logits)
