@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import DatabaseError
 
 from accounts.services import user_group
 from common.concurrency import DatabaseCallConsumer, database_call
 from play import metrics, protocol, services
+from play.frames import frames_unwatch, frames_watch
 from play.models import PlaySession, SessionStatus
 from play.selectors import live_text_refusal, session_role
 
@@ -51,7 +51,21 @@ INPUTS_WAITING = INPUT_BURST
 INPUTS_TIMED = 64
 
 
-PARKING: set[asyncio.Task[None]] = set()
+# Tasks that outlive the handler that started them (a park timer, a key frame asked for); the loop holds tasks
+# weakly, and this keeps them alive.
+BACKGROUND: set[asyncio.Task[None]] = set()
+
+
+def in_background(work: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.create_task(work)
+    BACKGROUND.add(task)
+    task.add_done_callback(background_done)
+
+
+def background_done(task: asyncio.Task[None]) -> None:
+    BACKGROUND.discard(task)
+    if not task.cancelled() and (error := task.exception()) is not None:
+        logger.error("work a consumer left running failed", exc_info=error)
 
 
 async def park_later(session_id: Any) -> None:
@@ -120,11 +134,9 @@ class PlayConsumer(DatabaseCallConsumer):
         self.user_group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
-        self.frames = get_channel_layer(services.FRAMES_LAYER)
-        self.frames_channel = await self.frames.new_channel()
-        await self.frames.group_add(self.group, self.frames_channel)
-        self.welcomed = asyncio.Event()
-        self.frames_reader = asyncio.create_task(self.socket_closed_on_failure(self.frames_read()))
+        # Frames that arrive before the welcome wait here: a socket not yet accepted cannot be sent anything.
+        self.frames_before_welcome: list[dict[str, Any]] | None = []
+        await frames_watch(self.group, self)
         self.presence_keeper = asyncio.create_task(self.socket_closed_on_failure(self.presence_keep()))
         # Read again now that the groups are joined: a status the session took before this (dispatched while the
         # socket was opening) is in the welcome, and every later one reaches this socket as a message.
@@ -136,23 +148,22 @@ class PlayConsumer(DatabaseCallConsumer):
             protocol=protocol.PROTOCOL_VERSION, session=str(self.session.pk), role=role, status=status
         )
         await self.send_message(welcome)
-        self.welcomed.set()
+        early, self.frames_before_welcome = self.frames_before_welcome or [], None
+        for event in early:
+            await self.session_frame(event)
         await database_call(services.session_seen)(session_id=self.session.pk)
         if self.session.status != SessionStatus.ENDED:
             await database_call(services.session_resume)(session=self.session, viewer=self.channel_name)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "presence_keeper"):  # set last before accept: everything disconnect undoes exists
-            self.frames_reader.cancel()
             self.inputs_logger.cancel()  # inputs still waiting were never accepted: the page sends them again
-            await self.frames.group_discard(self.group, self.frames_channel)
+            await frames_unwatch(self.group, self)
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
             self.presence_keeper.cancel()
             await database_call(services.session_seen)(session_id=self.session.pk)  # the park time counts from now
-            parking = asyncio.create_task(park_later(self.session.pk))
-            PARKING.add(parking)  # the loop holds tasks weakly; this keeps it alive after the consumer ends
-            parking.add_done_callback(PARKING.discard)
+            in_background(park_later(self.session.pk))
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
@@ -249,14 +260,19 @@ class PlayConsumer(DatabaseCallConsumer):
         if payload["type"] == "speech":
             self.spoken_at = now
 
-    async def frames_read(self) -> None:
-        """Frames arrive on a channel layer of their own (services.FRAMES_LAYER), read here beside the consumer's
-        own loop; the bookkeeping they share with acknowledgements has no await between its reads and writes.
-        The first is sent after the welcome: a socket not yet accepted cannot be sent anything, and the frames
-        that arrive before then wait in the channel."""
-        await self.welcomed.wait()
-        while True:
-            await self.session_frame(await self.frames.receive(self.frames_channel))
+    async def frame_arrived(self, event: dict[str, Any]) -> None:
+        """A frame of the session, handed over by play.frames beside the consumer's own loop; the bookkeeping it
+        shares with acknowledgements has no await between its reads and writes."""
+        if self.frames_before_welcome is None:
+            await self.session_frame(event)
+            return
+        self.frames_before_welcome.append(event)
+        if len(self.frames_before_welcome) > VIDEO_TICKS_IN_FLIGHT:
+            # A video stream missing its oldest frames waits for a key frame, as any browser that falls behind.
+            del self.frames_before_welcome[0]
+
+    async def frames_unreadable(self) -> None:
+        await self.close(code=protocol.CLOSE_INTERNAL_ERROR)
 
     async def session_frame(self, event: dict[str, Any]) -> None:
         """A new frame from the worker: send it, or keep it as the newest waiting if the browser lags."""
@@ -289,7 +305,8 @@ class PlayConsumer(DatabaseCallConsumer):
             # the periodic one, rather than making the stream of every viewer key frames only.
             if not self.key_frame_asked:
                 self.key_frame_asked = True
-                await database_call(services.session_key_frame_ask)(session_id=self.session.pk)
+                # Not awaited: the other browsers of the session wait for their frames until this returns.
+                in_background(database_call(services.session_key_frame_ask)(session_id=self.session.pk))
             return
         self.awaiting_key_frame = self.key_frame_asked = False
         self.video_in_flight.append(number)

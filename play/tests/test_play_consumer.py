@@ -30,7 +30,7 @@ from accounts.tests.factories import ModeratorFactory, UserFactory
 from config.routing import application
 from inference import protocol as worker_protocol
 from moderation.services import user_suspend
-from play import protocol
+from play import frames, protocol
 from play.consumers import FRAMES_IN_FLIGHT, INPUT_BURST, INPUT_RATE_PER_SECOND, VIDEO_TICKS_IN_FLIGHT, PlayConsumer
 from play.models import PlaySession, SessionEvent
 from play.protocol import BROWSER_FRAME_HEADER, CLOSE_INTERNAL_ERROR, CLOSE_SIGNED_OUT, JPEG_ACK_TICKS
@@ -265,6 +265,50 @@ async def test_a_socket_whose_frames_can_no_longer_be_read_is_closed_for_the_pag
     assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_INTERNAL_ERROR}
 
 
+async def test_each_browser_of_a_session_gets_each_frame_and_the_process_reads_it_once(running: Any) -> None:
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    tabs = [await connect(session.pk, owner, path="/ws/play/{}/?browser=" + f"tab-number-{n}") for n in range(3)]
+    for tab in tabs:
+        await tab.connect()
+        assert (await tab.receive_json_from())["type"] == "welcome"
+    group = f"play.{session.pk}"
+    assert [len(reader.viewers) for reader in frames.SESSIONS[asyncio.get_running_loop()].values()] == [3]
+    await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(1))
+    for tab in tabs:
+        assert BROWSER_FRAME_HEADER.unpack_from(await tab.receive_from(timeout=2))[0] == 1
+    for tab in tabs:
+        await tab.disconnect()
+    assert asyncio.get_running_loop() not in frames.SESSIONS  # the last browser gone, the group is left
+
+
+async def test_a_browser_whose_frames_fail_is_closed_and_the_session_s_other_browsers_keep_their_frames(
+    running: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_frame = PlayConsumer.session_frame
+
+    async def broken_for_one_tab(consumer: PlayConsumer, event: dict[str, Any]) -> None:
+        if consumer.browser == "tab-broken-1":
+            raise ConnectionError("this browser's frames cannot be handled")
+        await session_frame(consumer, event)
+
+    monkeypatch.setattr(PlayConsumer, "session_frame", broken_for_one_tab)
+    session, _ = running
+    owner = await database_sync_to_async(lambda: session.owner)()
+    tab_ids = ("tab-broken-1", "tab-healthy-2")
+    broken, healthy = [await connect(session.pk, owner, path="/ws/play/{}/?browser=" + tab) for tab in tab_ids]
+    for tab in (broken, healthy):
+        await tab.connect()
+        await tab.receive_json_from()
+    layer = get_channel_layer(FRAMES_LAYER)
+    await layer.group_send(f"play.{session.pk}", frame_event(1))
+    assert await broken.receive_output(timeout=2) == {"type": "websocket.close", "code": CLOSE_INTERNAL_ERROR}
+    assert BROWSER_FRAME_HEADER.unpack_from(await healthy.receive_from(timeout=2))[0] == 1
+    await healthy.send_json_to({"type": "ack", "frame": 1})
+    await layer.group_send(f"play.{session.pk}", frame_event(2))
+    assert BROWSER_FRAME_HEADER.unpack_from(await healthy.receive_from(timeout=2))[0] == 2
+
+
 async def test_a_frame_that_arrives_while_the_socket_is_being_accepted_is_sent_after_the_welcome(
     running: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -458,9 +502,9 @@ async def test_a_session_dispatched_while_its_socket_joins_is_welcomed_as_runnin
 
     session = await database_sync_to_async(PlaySessionFactory)(status="queued")
     owner = await database_sync_to_async(lambda: session.owner)()
-    frames_layer = consumers.get_channel_layer
+    frames_watch = consumers.frames_watch
 
-    def dispatched_meanwhile(alias: str) -> Any:
+    async def dispatched_meanwhile(group: str, viewer: Any) -> None:
         # Runs between the consumer's reading the session and its welcome, as a dispatch in another process would;
         # on a thread of its own, since the event loop's thread may not touch the database.
         def flip_status() -> None:
@@ -472,9 +516,9 @@ async def test_a_session_dispatched_while_its_socket_joins_is_welcomed_as_runnin
         flip = threading.Thread(target=flip_status)
         flip.start()
         flip.join()
-        return frames_layer(alias)
+        await frames_watch(group, viewer)
 
-    monkeypatch.setattr(consumers, "get_channel_layer", dispatched_meanwhile)
+    monkeypatch.setattr(consumers, "frames_watch", dispatched_meanwhile)
     communicator = await connect(session.pk, owner)
     await communicator.connect()
     welcome = await communicator.receive_json_from()

@@ -1,0 +1,108 @@
+"""A session's frames, read once per daphne process and handed to each of its browsers that the process serves.
+
+A worker's frame reaches every daphne process once (a group send on `services.FRAMES_LAYER`). Were each
+browser's consumer to read it from a channel of its own, a Live world of forty players on one process would
+decode the same frame forty times and wake forty tasks for it, and that was the larger part of what daphne
+spent on a frame besides sending it. Here one reader per session and event loop receives it and calls each
+browser's consumer in turn; the consumer's own handling (flow control, timing) is unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+from channels.layers import get_channel_layer
+
+from play import services
+
+logger = logging.getLogger(__name__)
+
+
+class FrameViewer(Protocol):
+    """What a session's frames are handed to: a browser's consumer."""
+
+    async def frame_arrived(self, event: dict[str, Any]) -> None: ...
+
+    async def frames_unreadable(self) -> None: ...
+
+
+class SessionFrames:
+    """One session's frames on this event loop: one channel in the session's group, read by one task."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self.viewers: dict[FrameViewer, None] = {}  # in the order they joined
+        self.layer = get_channel_layer(services.FRAMES_LAYER)
+        self.channel: str | None = None
+        self.reader: asyncio.Task[None] | None = None
+        # Joins and leaves of one session wait on each other: the channel is joined to the group once, and left
+        # only when no browser on this loop watches the session any more.
+        self.changing = asyncio.Lock()
+
+    async def join(self, viewer: FrameViewer) -> None:
+        async with self.changing:
+            if self.channel is None:
+                self.channel = await self.layer.new_channel()
+                await self.layer.group_add(self.group, self.channel)
+                self.reader = asyncio.create_task(self.read(self.channel))
+            self.viewers[viewer] = None
+
+    async def leave(self, viewer: FrameViewer) -> bool:
+        """Stop handing frames to `viewer`; True when nobody on this loop watches the session any more."""
+        async with self.changing:
+            self.viewers.pop(viewer, None)
+            if self.viewers or self.channel is None:
+                return not self.viewers
+            channel, self.channel = self.channel, None
+            if self.reader is not None:
+                self.reader.cancel()
+                self.reader = None
+            await self.layer.group_discard(self.group, channel)
+            return True
+
+    async def read(self, channel: str) -> None:
+        try:
+            while True:
+                event = await self.layer.receive(channel)
+                for viewer in list(self.viewers):
+                    try:
+                        await viewer.frame_arrived(event)
+                    except Exception:
+                        # One browser's failure is its own: it is closed (its page reconnects), the others go on.
+                        logger.exception("a frame of %s could not be handed to a browser; it is closed", self.group)
+                        self.viewers.pop(viewer, None)
+                        await viewer.frames_unreadable()
+        except Exception:
+            # The frames can no longer be read (the pub/sub connection is gone, say): every browser is closed, and
+            # the pages' reconnections join the group afresh.
+            logger.exception("the frames of %s can no longer be read; its browsers are closed", self.group)
+            viewers, self.viewers = list(self.viewers), {}
+            self.channel = self.reader = None
+            for viewer in viewers:
+                await viewer.frames_unreadable()
+
+
+# Per event loop: a channel layer's connections belong to the loop that opened them.
+SESSIONS: dict[asyncio.AbstractEventLoop, dict[str, SessionFrames]] = {}
+
+
+async def frames_watch(group: str, viewer: FrameViewer) -> None:
+    """Hand `viewer` every frame sent to the session's `group` from now on."""
+    loop = asyncio.get_running_loop()
+    sessions = SESSIONS.setdefault(loop, {})
+    frames = sessions.get(group)
+    if frames is None:
+        frames = sessions[group] = SessionFrames(group)
+    await frames.join(viewer)
+
+
+async def frames_unwatch(group: str, viewer: FrameViewer) -> None:
+    loop = asyncio.get_running_loop()
+    sessions = SESSIONS.get(loop, {})
+    frames = sessions.get(group)
+    if frames is not None and await frames.leave(viewer) and not frames.viewers and sessions.get(group) is frames:
+        del sessions[group]
+    if not sessions:
+        SESSIONS.pop(loop, None)
