@@ -29,7 +29,7 @@ from django.db import DatabaseError
 from accounts.services import user_group
 from common.concurrency import DatabaseCallConsumer, database_call
 from play import metrics, protocol, services
-from play.frames import frames_unwatch, frames_watch
+from play.frames import frames_watch
 from play.models import PlaySession, SessionStatus
 from play.selectors import live_text_refusal, session_role
 
@@ -136,7 +136,7 @@ class PlayConsumer(DatabaseCallConsumer):
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         # Frames that arrive before the welcome wait here: a socket not yet accepted cannot be sent anything.
         self.frames_before_welcome: list[dict[str, Any]] | None = []
-        await frames_watch(self.group, self)
+        self.frames = await frames_watch(self.group, self)
         self.presence_keeper = asyncio.create_task(self.socket_closed_on_failure(self.presence_keep()))
         # Read again now that the groups are joined: a status the session took before this (dispatched while the
         # socket was opening) is in the welcome, and every later one reaches this socket as a message.
@@ -158,7 +158,7 @@ class PlayConsumer(DatabaseCallConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "presence_keeper"):  # set last before accept: everything disconnect undoes exists
             self.inputs_logger.cancel()  # inputs still waiting were never accepted: the page sends them again
-            await frames_unwatch(self.group, self)
+            await self.frames.leave(self)
             await self.channel_layer.group_discard(self.group, self.channel_name)
             await self.channel_layer.group_discard(self.user_group, self.channel_name)
             self.presence_keeper.cancel()

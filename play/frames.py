@@ -10,7 +10,9 @@ browser's consumer in turn; the consumer's own handling (flow control, timing) i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import weakref
 from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
@@ -31,8 +33,9 @@ class FrameViewer(Protocol):
 class SessionFrames:
     """One session's frames on this event loop: one channel in the session's group, read by one task."""
 
-    def __init__(self, group: str) -> None:
+    def __init__(self, group: str, registry: dict[str, SessionFrames]) -> None:
         self.group = group
+        self.registry = registry  # where browsers arriving on this loop find it, until nobody watches
         self.viewers: dict[FrameViewer, None] = {}  # in the order they joined
         self.layer = get_channel_layer(services.FRAMES_LAYER)
         self.channel: str | None = None
@@ -49,18 +52,24 @@ class SessionFrames:
                 self.reader = asyncio.create_task(self.read(self.channel))
             self.viewers[viewer] = None
 
-    async def leave(self, viewer: FrameViewer) -> bool:
-        """Stop handing frames to `viewer`; True when nobody on this loop watches the session any more."""
+    async def leave(self, viewer: FrameViewer) -> None:
+        """Stop handing frames to `viewer`; the last to leave leaves the group.
+
+        A browser that joined while the last one was leaving waited for the lock and joins afresh (a channel of
+        its own, in the group again); it leaves through this same object, whether or not the registry still
+        names it."""
         async with self.changing:
             self.viewers.pop(viewer, None)
-            if self.viewers or self.channel is None:
-                return not self.viewers
-            channel, self.channel = self.channel, None
-            if self.reader is not None:
-                self.reader.cancel()
-                self.reader = None
-            await self.layer.group_discard(self.group, channel)
-            return True
+            if self.viewers:
+                return
+            if self.registry.get(self.group) is self:
+                del self.registry[self.group]
+            if self.channel is not None:
+                channel, self.channel = self.channel, None
+                if self.reader is not None:
+                    self.reader.cancel()
+                    self.reader = None
+                await self.layer.group_discard(self.group, channel)
 
     async def read(self, channel: str) -> None:
         try:
@@ -82,27 +91,19 @@ class SessionFrames:
             self.channel = self.reader = None
             for viewer in viewers:
                 await viewer.frames_unreadable()
+            with contextlib.suppress(Exception):
+                await self.layer.group_discard(self.group, channel)
 
 
 # Per event loop: a channel layer's connections belong to the loop that opened them.
-SESSIONS: dict[asyncio.AbstractEventLoop, dict[str, SessionFrames]] = {}
+SESSIONS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, SessionFrames]] = weakref.WeakKeyDictionary()
 
 
-async def frames_watch(group: str, viewer: FrameViewer) -> None:
-    """Hand `viewer` every frame sent to the session's `group` from now on."""
-    loop = asyncio.get_running_loop()
-    sessions = SESSIONS.setdefault(loop, {})
-    frames = sessions.get(group)
+async def frames_watch(group: str, viewer: FrameViewer) -> SessionFrames:
+    """Hand `viewer` every frame sent to the session's `group` from now on, until it leaves what this returns."""
+    registry = SESSIONS.setdefault(asyncio.get_running_loop(), {})
+    frames = registry.get(group)
     if frames is None:
-        frames = sessions[group] = SessionFrames(group)
+        frames = registry[group] = SessionFrames(group, registry)
     await frames.join(viewer)
-
-
-async def frames_unwatch(group: str, viewer: FrameViewer) -> None:
-    loop = asyncio.get_running_loop()
-    sessions = SESSIONS.get(loop, {})
-    frames = sessions.get(group)
-    if frames is not None and await frames.leave(viewer) and not frames.viewers and sessions.get(group) is frames:
-        del sessions[group]
-    if not sessions:
-        SESSIONS.pop(loop, None)
+    return frames

@@ -279,7 +279,7 @@ async def test_each_browser_of_a_session_gets_each_frame_and_the_process_reads_i
         assert BROWSER_FRAME_HEADER.unpack_from(await tab.receive_from(timeout=2))[0] == 1
     for tab in tabs:
         await tab.disconnect()
-    assert asyncio.get_running_loop() not in frames.SESSIONS  # the last browser gone, the group is left
+    assert group not in frames.SESSIONS[asyncio.get_running_loop()]  # the last browser gone, the group is left
 
 
 async def test_a_browser_whose_frames_fail_is_closed_and_the_session_s_other_browsers_keep_their_frames(
@@ -504,7 +504,7 @@ async def test_a_session_dispatched_while_its_socket_joins_is_welcomed_as_runnin
     owner = await database_sync_to_async(lambda: session.owner)()
     frames_watch = consumers.frames_watch
 
-    async def dispatched_meanwhile(group: str, viewer: Any) -> None:
+    async def dispatched_meanwhile(group: str, viewer: Any) -> frames.SessionFrames:
         # Runs between the consumer's reading the session and its welcome, as a dispatch in another process would;
         # on a thread of its own, since the event loop's thread may not touch the database.
         def flip_status() -> None:
@@ -516,7 +516,7 @@ async def test_a_session_dispatched_while_its_socket_joins_is_welcomed_as_runnin
         flip = threading.Thread(target=flip_status)
         flip.start()
         flip.join()
-        await frames_watch(group, viewer)
+        return await frames_watch(group, viewer)
 
     monkeypatch.setattr(consumers, "frames_watch", dispatched_meanwhile)
     communicator = await connect(session.pk, owner)
@@ -786,3 +786,33 @@ async def test_a_video_stream_restarted_behind_the_numbers_sent_waits_for_its_ne
     await frames.group_send(group, frame_event(4, codec="h264", key=True))
     assert BROWSER_FRAME_HEADER.unpack_from(await communicator.receive_from()) == (4, 0, 1, 1)
     await communicator.disconnect()
+
+
+class RecordingViewer:
+    """A browser's stand-in that keeps the frames it is handed."""
+
+    def __init__(self) -> None:
+        self.frames: list[int] = []
+
+    async def frame_arrived(self, event: dict[str, Any]) -> None:
+        self.frames.append(event["number"])
+
+    async def frames_unreadable(self) -> None:
+        raise AssertionError("the frames stayed readable")
+
+
+async def test_a_browser_that_joins_while_the_last_one_leaves_gets_frames_and_leaves_the_group_in_turn() -> None:
+    group = f"play.{uuid.uuid4()}"
+    first, second = RecordingViewer(), RecordingViewer()
+    first_frames = await frames.frames_watch(group, first)
+    leaving = asyncio.create_task(first_frames.leave(first))
+    second_frames = await frames.frames_watch(group, second)  # found the object the first was leaving
+    await leaving
+    await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(1))
+    for _ in range(50):
+        if second.frames:
+            break
+        await asyncio.sleep(0.05)
+    assert (first.frames, second.frames) == ([], [1])
+    await second_frames.leave(second)
+    assert second_frames.channel is None and group not in frames.SESSIONS[asyncio.get_running_loop()]
