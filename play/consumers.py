@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any, cast
 
+from autobahn.exception import Disconnected
 from django.conf import settings
 from django.db import DatabaseError
 
@@ -264,7 +266,8 @@ class PlayConsumer(DatabaseCallConsumer):
         """A frame of the session, handed over by play.frames beside the consumer's own loop; the bookkeeping it
         shares with acknowledgements has no await between its reads and writes."""
         if self.frames_before_welcome is None:
-            await self.session_frame(event)
+            with contextlib.suppress(Disconnected):  # the socket is closing; its disconnect leaves the frames
+                await self.session_frame(event)
             return
         self.frames_before_welcome.append(event)
         if len(self.frames_before_welcome) > VIDEO_TICKS_IN_FLIGHT:

@@ -82,17 +82,23 @@ class SessionFrames:
                         # One browser's failure is its own: it is closed (its page reconnects), the others go on.
                         logger.exception("a frame of %s could not be handed to a browser; it is closed", self.group)
                         self.viewers.pop(viewer, None)
-                        await viewer.frames_unreadable()
+                        await self.closed(viewer)
         except Exception:
             # The frames can no longer be read (the pub/sub connection is gone, say): every browser is closed, and
             # the pages' reconnections join the group afresh.
             logger.exception("the frames of %s can no longer be read; its browsers are closed", self.group)
             viewers, self.viewers = list(self.viewers), {}
             self.channel = self.reader = None
-            for viewer in viewers:
-                await viewer.frames_unreadable()
             with contextlib.suppress(Exception):
                 await self.layer.group_discard(self.group, channel)
+            for viewer in viewers:
+                await self.closed(viewer)
+
+    async def closed(self, viewer: FrameViewer) -> None:
+        try:
+            await viewer.frames_unreadable()
+        except Exception:  # its socket may be closing already; the others' frames go on
+            logger.exception("a browser of %s that could not be handed frames could not be closed", self.group)
 
 
 # Per event loop: a channel layer's connections belong to the loop that opened them.

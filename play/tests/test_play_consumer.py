@@ -816,3 +816,30 @@ async def test_a_browser_that_joins_while_the_last_one_leaves_gets_frames_and_le
     assert (first.frames, second.frames) == ([], [1])
     await second_frames.leave(second)
     assert second_frames.channel is None and group not in frames.SESSIONS[asyncio.get_running_loop()]
+
+
+class UnclosableViewer(RecordingViewer):
+    """A browser whose socket is gone before its disconnect is handled: sending to it and closing it both fail."""
+
+    async def frame_arrived(self, event: dict[str, Any]) -> None:
+        raise ConnectionError("Attempt to send on a closed protocol")
+
+    async def frames_unreadable(self) -> None:
+        raise ConnectionError("Attempt to close a closed protocol")
+
+
+async def test_a_browser_that_can_be_neither_sent_to_nor_closed_costs_the_others_nothing() -> None:
+    group = f"play.{uuid.uuid4()}"
+    gone, healthy = UnclosableViewer(), RecordingViewer()
+    session_frames = await frames.frames_watch(group, gone)
+    await frames.frames_watch(group, healthy)
+    for number in (1, 2):
+        await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(number))
+    for _ in range(50):
+        if len(healthy.frames) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert healthy.frames == [1, 2]
+    for viewer in (gone, healthy):
+        await session_frames.leave(viewer)
+    assert session_frames.channel is None and group not in frames.SESSIONS[asyncio.get_running_loop()]
