@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import logging
 import re
 import time
@@ -106,9 +107,11 @@ class NarratorConfig:
     """How the narrator samples and what it does with refused text."""
 
     # Replies refused before any sentence was shown are sampled again this often, then replaced by a line
-    # the creator wrote; no resample starts once a reply has taken `reply_budget_seconds`.
+    # the creator wrote; no resample starts once a reply has taken `reply_budget_seconds` in all.
     resamples: int = 2
     reply_budget_seconds: float = 12.0
+    # Then sampled this often from a prompt without the talk so far, before the creator's line.
+    samples_without_talk: int = 2
     # A reply is its opening: a reader cut most of the sentences the default model wrote after its first (off
     # the subject, into nonsense, or taking back what it had just said), and no embedding score told the few
     # good ones apart. An opening under `topicality_words` words keeps the sentence after it ("Most evenings.
@@ -215,10 +218,10 @@ class Narrator:
             replied = " ".join(replies)
             unsaid = [fact for fact in known if fact.text not in replied]
             grounding = grounding_fact(said, query, unsaid, knowledge)
-        prompt = character_prompt(
+        prompt_of = functools.partial(
+            character_prompt,
             character=member.sheet,
             player_message=said,
-            history=history,
             world_rules=setting.world_rules,
             lore=lore,
             memories=memories,
@@ -229,6 +232,7 @@ class Narrator:
             player_name=player_name,
             config=self.config.prompting,
         )
+        prompt = prompt_of(history=history)
         messages = [{"role": message["role"], "content": message["content"]} for message in prompt.messages]
         link.send(SessionDebugPrompt(session=job.session, character=name, sections=prompt.sections, messages=messages))
         last_reply = replies[-1] if replies else ""
@@ -242,7 +246,14 @@ class Narrator:
             earlier_replies=replies[:-1],
             identity=identity_stems_of([name, member.sheet.persona, member.sheet.personality]),
         )
-        shown = self.checked_reply(model, prompt, job, link, context)
+        samples = self.config.resamples + 1
+        deadline = time.monotonic() + self.config.reply_budget_seconds
+        shown = self.checked_reply(model, prompt, job, link, context, range(samples), deadline)
+        if not shown and history:
+            # The talk so far is what a failing model says again (the last reply, the player's own words) or
+            # drifts on from; asked without it, the same model often answers the line itself.
+            without_talk = range(samples, samples + self.config.samples_without_talk)
+            shown = self.checked_reply(model, prompt_of(history=[]), job, link, context, without_talk, deadline)
         if not shown:
             # Once the talk has begun, the greeting and any line already said would read as the character
             # starting over.
@@ -274,7 +285,14 @@ class Narrator:
         ]
 
     def checked_reply(
-        self, model: LanguageModel, prompt: CharacterPrompt, job: Job, link: PlatformLink, context: ReplyContext
+        self,
+        model: LanguageModel,
+        prompt: CharacterPrompt,
+        job: Job,
+        link: PlatformLink,
+        context: ReplyContext,
+        attempts: range,
+        deadline: float,
     ) -> list[str]:
         """The sentences of the first sample whose opening passes the checks, shown as they are written; a
         later sentence that fails ends the reply there. [] when every sample failed or the budget ran out.
@@ -288,10 +306,9 @@ class Narrator:
         assert setting is not None
         name = member.sheet.name
         topic = self.embedder.embed([f"{job.data['text']} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
-        started = time.monotonic()
         enough = max(self.config.reply_sentences, len(sentences_of(prompt.reply_prefix)))
-        for attempt in range(self.config.resamples + 1):
-            if attempt and time.monotonic() - started > self.config.reply_budget_seconds:
+        for attempt in attempts:
+            if attempt and time.monotonic() > deadline:
                 break
             settings = dataclasses.replace(member.settings, seed=job.data["sequence"] * 31 + attempt)
             pieces = stream_reply(model, prompt, settings)
@@ -331,9 +348,10 @@ class Narrator:
 
     @staticmethod
     def show(sentences: list[str], job: Job, link: PlatformLink, name: str) -> list[str]:
-        for sentence in sentences:
+        shown = [in_capitals(sentence) for sentence in sentences]
+        for sentence in shown:
             link.send(SessionCharacterLine(session=job.session, character=name, text=sentence, final=False))
-        return sentences
+        return shown
 
     def creator_line(
         self, member: CastMember, query: np.ndarray, known: list[Fact], recent_replies: list[str], player_name: str
@@ -521,6 +539,17 @@ class Narrator:
                 return text if allowed(text, setting, link, session, "narrator") else ""
             logger.info("narration %r refused: %s", text, "; ".join(problems) or "not about this turn")
         return ""
+
+
+# "i", alone or in a contraction ("i'm", "i'd"), which a small model writes when the player types in lower case.
+LOWER_CASE_I = re.compile(r"\bi\b(?![-.])")
+FIRST_LETTER = re.compile(r"^(\W*)(\w)")
+
+
+def in_capitals(sentence: str) -> str:
+    """The sentence with its first letter and every "I" in capitals, as a character's line is written."""
+    sentence = LOWER_CASE_I.sub("I", sentence)
+    return FIRST_LETTER.sub(lambda found: found.group(1) + found.group(2).upper(), sentence, count=1)
 
 
 def restates(sentence: str, prefix: str) -> bool:

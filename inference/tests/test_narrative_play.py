@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from inference import protocol
 from inference.engine import RaycastEngine
@@ -16,7 +18,7 @@ from inference.language.local import LocalLanguageModel, LocalModelConfig
 from inference.language.tiny import write_tiny_model
 from inference.narrative.setting import Setting
 from inference.play.host import CONVERSATION, Job, SessionHost
-from inference.play.narrator import Narrator, NarratorConfig
+from inference.play.narrator import Narrator, NarratorConfig, in_capitals
 from inference.protocol import (
     HookOutcome,
     Offer,
@@ -404,6 +406,58 @@ def test_a_reply_about_something_else_is_resampled_then_replaced_by_the_creators
     shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
     assert model.asked == 3  # the first sample and two resamples
     assert shown == ["Welcome to the docks."]  # the creator's line closest to what the player said
+
+
+class RepeatingWhileTheTalkIsShown:
+    """A model that says its last reply again whenever the prompt holds the talk so far, and answers otherwise."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.asked_with_talk = self.asked_without = 0
+
+    def stream(self, messages: list[Any], settings: Any) -> Any:
+        earlier = [message["content"] for message in messages if message["role"] == "assistant"]
+        if earlier:
+            self.asked_with_talk += 1
+            return iter([earlier[-1] + " "])
+        self.asked_without += 1
+        return iter([self.answer])
+
+
+def test_a_reply_that_fails_with_the_talk_so_far_is_sampled_without_it_before_the_creator_s_line() -> None:
+    model = RepeatingWhileTheTalkIsShown("The harbour lights go out at midnight, every night. ")
+    narrator = Narrator(HashedWordsEmbedder(), lambda: model)
+    setting = Setting.from_message(docks_narrative())
+    said_before = "The harbour is quiet tonight, the boats all tied up."
+    history = [{"role": "user", "content": "welcome docks harbour"}, {"role": "assistant", "content": said_before}]
+    data = {"character": setting.cast["Eve"], "text": "when do the harbour lights go out", "sequence": 2}
+    data |= {"speaker": None, "history": history, "beat": None, "flags": [], "revealed_clues": []}
+    link = RecordingLink()
+    narrator.reply(Job("reply", "s", setting, data), link)
+    shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
+    assert (model.asked_with_talk, model.asked_without) == (3, 1)
+    assert shown == ["The harbour lights go out at midnight, every night."]
+
+
+def test_a_reply_written_in_lower_case_is_shown_with_its_capitals() -> None:
+    model = Repeating("i'm sorry, i'd keep the harbour lights on all night if i could. ")
+    session_host = host()
+    session_host.open(session_open())
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "do the harbour lights stay on all night"})
+    link = RecordingLink()
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
+    assert shown == ["I'm sorry, I'd keep the harbour lights on all night if I could."]
+    assert link.recorded[-1][3] == shown[0]  # remembered as shown
+
+
+@given(st.text(alphabet=st.sampled_from("iIaAbB.,'\"- !?éx"), max_size=40))
+def test_capitals_change_only_the_case_of_letters_and_once_is_enough(sentence: str) -> None:
+    tidied = in_capitals(sentence)
+    assert tidied.lower() == sentence.lower()
+    assert in_capitals(tidied) == tidied
+    letters = [character for character in tidied if character.isalpha()]
+    assert not letters or letters[0] == letters[0].upper()
 
 
 def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
