@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
+import hypothesis
 import numpy as np
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 
 from inference import protocol
@@ -443,7 +443,8 @@ def test_a_reply_written_in_lower_case_is_shown_with_its_capitals() -> None:
     model = Repeating("i'm sorry, i'd keep the harbour lights on all night if i could. ")
     session_host = host()
     session_host.open(session_open())
-    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": "do the harbour lights stay on all night"})
+    asked = "do the harbour lights stay on all night"
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": asked})
     link = RecordingLink()
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
     shown = [line.text for line in link.of_type(SessionCharacterLine) if line.text]
@@ -451,7 +452,7 @@ def test_a_reply_written_in_lower_case_is_shown_with_its_capitals() -> None:
     assert link.recorded[-1][3] == shown[0]  # remembered as shown
 
 
-@given(st.text(alphabet=st.sampled_from("iIaAbB.,'\"- !?éx"), max_size=40))
+@hypothesis.given(st.text(alphabet=st.sampled_from("iIaAbB.,'\"- !?éx"), max_size=40))
 def test_capitals_change_only_the_case_of_letters_and_once_is_enough(sentence: str) -> None:
     tidied = in_capitals(sentence)
     assert tidied.lower() == sentence.lower()
