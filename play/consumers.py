@@ -136,8 +136,11 @@ class PlayConsumer(DatabaseCallConsumer):
         self.user_group = user_group(user.pk)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.channel_layer.group_add(self.user_group, self.channel_name)
-        # Frames that arrive before the welcome wait here: a socket not yet accepted cannot be sent anything.
-        self.frames_before_welcome: list[dict[str, Any]] | None = []
+        # Frames that arrive before the welcome wait here: a socket not yet accepted cannot be sent anything. A video
+        # stream missing the oldest of them waits for a key frame, as any browser that falls behind.
+        self.frames_before_welcome: collections.deque[dict[str, Any]] | None = collections.deque(
+            maxlen=VIDEO_TICKS_IN_FLIGHT
+        )
         self.frames = await frames_watch(self.group, self)
         self.presence_keeper = asyncio.create_task(self.socket_closed_on_failure(self.presence_keep()))
         # Read again now that the groups are joined: a status the session took before this (dispatched while the
@@ -150,7 +153,7 @@ class PlayConsumer(DatabaseCallConsumer):
             protocol=protocol.PROTOCOL_VERSION, session=str(self.session.pk), role=role, status=status
         )
         await self.send_message(welcome)
-        early, self.frames_before_welcome = self.frames_before_welcome or [], None
+        early, self.frames_before_welcome = self.frames_before_welcome or (), None
         for event in early:
             await self.session_frame(event)
         await database_call(services.session_seen)(session_id=self.session.pk)
@@ -270,9 +273,6 @@ class PlayConsumer(DatabaseCallConsumer):
                 await self.session_frame(event)
             return
         self.frames_before_welcome.append(event)
-        if len(self.frames_before_welcome) > VIDEO_TICKS_IN_FLIGHT:
-            # A video stream missing its oldest frames waits for a key frame, as any browser that falls behind.
-            del self.frames_before_welcome[0]
 
     async def frames_unreadable(self) -> None:
         await self.close(code=protocol.CLOSE_INTERNAL_ERROR)

@@ -800,6 +800,14 @@ class RecordingViewer:
     async def frames_unreadable(self) -> None:
         raise AssertionError("the frames stayed readable")
 
+    async def frames_awaited(self, count: int) -> list[int]:
+        """The frames handed to it once `count` have come, or after 2.5 s."""
+        for _ in range(50):
+            if len(self.frames) >= count:
+                break
+            await asyncio.sleep(0.05)
+        return self.frames
+
 
 async def test_a_browser_that_joins_while_the_last_one_leaves_gets_frames_and_leaves_the_group_in_turn() -> None:
     group = f"play.{uuid.uuid4()}"
@@ -809,11 +817,7 @@ async def test_a_browser_that_joins_while_the_last_one_leaves_gets_frames_and_le
     second_frames = await frames.frames_watch(group, second)  # found the object the first was leaving
     await leaving
     await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(1))
-    for _ in range(50):
-        if second.frames:
-            break
-        await asyncio.sleep(0.05)
-    assert (first.frames, second.frames) == ([], [1])
+    assert (first.frames, await second.frames_awaited(1)) == ([], [1])
     await second_frames.leave(second)
     assert second_frames.channel is None and group not in frames.SESSIONS[asyncio.get_running_loop()]
 
@@ -835,11 +839,7 @@ async def test_a_browser_that_can_be_neither_sent_to_nor_closed_costs_the_others
     await frames.frames_watch(group, healthy)
     for number in (1, 2):
         await get_channel_layer(FRAMES_LAYER).group_send(group, frame_event(number))
-    for _ in range(50):
-        if len(healthy.frames) == 2:
-            break
-        await asyncio.sleep(0.05)
-    assert healthy.frames == [1, 2]
+    assert await healthy.frames_awaited(2) == [1, 2]
     for viewer in (gone, healthy):
         await session_frames.leave(viewer)
     assert session_frames.channel is None and group not in frames.SESSIONS[asyncio.get_running_loop()]
