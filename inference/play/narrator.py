@@ -248,12 +248,14 @@ class Narrator:
         )
         samples = self.config.resamples + 1
         deadline = time.monotonic() + self.config.reply_budget_seconds
-        shown = self.checked_reply(model, prompt, job, link, context, range(samples), deadline)
+        topic = self.embedder.embed([f"{said} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
+        shown = self.checked_reply(model, prompt, job, link, context, topic, range(samples), deadline)
         if not shown and history:
             # The talk so far is what a failing model says again (the last reply, the player's own words) or
             # drifts on from; asked without it, the same model often answers the line itself.
             without_talk = range(samples, samples + self.config.samples_without_talk)
-            shown = self.checked_reply(model, prompt_of(history=[]), job, link, context, without_talk, deadline)
+            bare = prompt_of(history=[])
+            shown = self.checked_reply(model, bare, job, link, context, topic, without_talk, deadline)
         if not shown:
             # Once the talk has begun, the greeting and any line already said would read as the character
             # starting over.
@@ -291,6 +293,7 @@ class Narrator:
         job: Job,
         link: PlatformLink,
         context: ReplyContext,
+        topic: np.ndarray,
         attempts: range,
         deadline: float,
     ) -> list[str]:
@@ -299,13 +302,13 @@ class Narrator:
 
         The model's opening is held until it has said enough words to judge whether it is about this turn (a
         bare "Most evenings." is, once "It rolls in off the causeway." follows); a reply that ends sooner is
-        judged as it is. The grounding prefix is the platform's own sentence, shown at once and never refused
-        for repeating the last reply."""
+        judged as it is, against `topic` ((D,): the player's line with the persona and the world's rules). The
+        grounding prefix is the platform's own sentence, shown at once and never refused for repeating the last
+        reply."""
         member: CastMember = job.data["character"]
         setting = job.setting
         assert setting is not None
         name = member.sheet.name
-        topic = self.embedder.embed([f"{job.data['text']} {member.sheet.persona} {setting.world_rules}"])[0]  # (D,)
         enough = max(self.config.reply_sentences, len(sentences_of(prompt.reply_prefix)))
         for attempt in attempts:
             if attempt and time.monotonic() > deadline:
