@@ -17,9 +17,15 @@ def user_roles(*, user: AbstractBaseUser | AnonymousUser) -> list[str]:
 
 
 def sees_mature(*, user: User | AnonymousUser) -> bool:
+    """Read from the person's content settings, which come with the signed-in person (accounts.backends) and are
+    kept on the object once read, so a page asks for them once at most however many lists it shows."""
     if not user.is_authenticated:
         return False
-    return ContentSettings.objects.filter(user=user, show_mature=True, adult_confirmed_at__isnull=False).exists()
+    try:
+        chosen = user.content_settings
+    except ContentSettings.DoesNotExist:
+        return False
+    return chosen.show_mature and chosen.adult_confirmed_at is not None
 
 
 def content_settings_of(*, user: User) -> ContentSettings:

@@ -81,4 +81,5 @@ def content_settings_update(*, user: User, show_mature: bool, adult_confirmed: b
     if not chosen.show_mature:
         chosen.adult_confirmed_at = None
     chosen.save()
+    user.content_settings = chosen  # what this request reads next (accounts.selectors.sees_mature) is the new choice
     return chosen

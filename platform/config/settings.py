@@ -72,8 +72,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Early in the list, so it sees an exception after the others: a lost database becomes a 503 with a sentence.
-    "common.middleware.DatabaseUnavailableMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,6 +81,11 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "allauth.account.middleware.AccountMiddleware",
+    # Innermost, because it has no asynchronous form: the whole chain then runs synchronously on the request's
+    # thread, where async-capable middleware below a synchronous one would each hop to that thread and back.
+    # It still turns the view's lost database into a 503 with a sentence (process_exception sees only the view's
+    # exceptions, wherever it stands).
+    "common.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

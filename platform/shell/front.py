@@ -8,13 +8,20 @@ burst of pages (fifty people paging through the gallery at once) that meant:
   after the pool's wait were told the database was away, which it was not.
 So `/livez` is answered on the event loop, and only a few requests of a process run Django at once: the
 others wait their turn on the event loop, holding no thread and no connection, for a bounded time.
+
+A turn comes with a thread kept for it. Django hands a request's synchronous work to a thread of that request's
+own (asgiref's ThreadSensitiveContext), which asgiref starts for the request and stops after it with a second
+thread: two threads started a request, which cost a cached gallery page more CPU than Django's own work on it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from asgiref.sync import ThreadSensitiveContext
 
 LIVENESS_PATH = "/livez"
 LIVENESS_HEADERS = [
@@ -40,18 +47,21 @@ class LivenessAnswered:
 
 
 class RequestsBounded:
-    """ASGI: at most `running` HTTP requests of this process in the application at once; a request that
-    waits longer than `wait_seconds` for its turn is answered 503 with a Retry-After instead."""
+    """ASGI: at most `running` HTTP requests of this process in the application at once, each running its
+    synchronous work on one of `running` threads kept for them; a request that waits longer than
+    `wait_seconds` for its turn is answered 503 with a Retry-After instead.
+
+    A request cut short (its browser gone) may leave its thread finishing a database call: the next request
+    given that thread waits for it, as it would for a turn, and no more than `running` run at once.
+    """
 
     def __init__(self, application: Any, *, running: int, wait_seconds: float) -> None:
         self.application = application
         self.running = running
         self.wait_seconds = wait_seconds
-        # One semaphore an event loop: an asyncio primitive belongs to the loop it first waited on (tests run
-        # several loops in one process).
-        self.turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary()
-        )
+        # Turns an event loop: an asyncio primitive belongs to the loop it first waited on (tests run several
+        # loops in one process).
+        self.turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Turns] = weakref.WeakKeyDictionary()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         if scope["type"] != "http":
@@ -59,16 +69,29 @@ class RequestsBounded:
         loop = asyncio.get_running_loop()
         turns = self.turns.get(loop)
         if turns is None:
-            turns = self.turns[loop] = asyncio.Semaphore(self.running)
+            turns = self.turns[loop] = Turns(self.running)
         try:
-            await asyncio.wait_for(turns.acquire(), timeout=self.wait_seconds)
+            await asyncio.wait_for(turns.semaphore.acquire(), timeout=self.wait_seconds)
         except TimeoutError:
             retry_after = str(max(1, round(self.wait_seconds / 4))).encode()
             headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", retry_after)]
             await send({"type": "http.response.start", "status": 503, "headers": headers})
             await send({"type": "http.response.body", "body": BUSY})
             return None
+        thread = turns.threads.pop()
         try:
-            return await self.application(scope, receive, send)
+            async with ThreadSensitiveContext(executor=thread):
+                return await self.application(scope, receive, send)
         finally:
-            turns.release()
+            turns.threads.append(thread)
+            turns.semaphore.release()
+
+
+class Turns:
+    """`running` turns and as many threads: whoever holds a turn takes a thread no one else holds."""
+
+    def __init__(self, running: int) -> None:
+        # A semaphore, not a queue of threads: asyncio's queue lets a newcomer take a thread put back before the
+        # request woken for it runs, and the woken one queues again at the back (p95 doubled under load).
+        self.semaphore = asyncio.Semaphore(running)
+        self.threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="request") for _ in range(running)]

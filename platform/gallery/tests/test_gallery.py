@@ -30,9 +30,11 @@ pytestmark = pytest.mark.django_db
 
 
 def api_for(user: User | None = None) -> APIClient:
+    """A client signed in with a session, so each request reads the person afresh as a real one does
+    (force_authenticate would hand every request this same object, with what it had loaded)."""
     client = APIClient()
     if user is not None:
-        client.force_authenticate(user)
+        client.force_login(user)
     return client
 
 

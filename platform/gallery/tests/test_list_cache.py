@@ -73,6 +73,20 @@ def test_a_list_seen_again_comes_from_the_cache_without_a_query(listed: Callable
     assert len(captured) == 0, [query["sql"] for query in captured]
 
 
+def test_a_list_seen_again_by_a_signed_in_person_costs_two_queries_for_who_they_are(
+    listed: Callable[..., Listing], signed_in: SignIn
+) -> None:
+    listed(title="Foghaven")
+    path = LISTS["category"]()
+    client = signed_in(UserFactory())
+    client.get(path)
+    with CaptureQueriesContext(connection) as captured:
+        assert "Foghaven" in client.get(path).content.decode()
+    # The person with their content settings (which lists they see), then their permissions (the navigation
+    # shows their roles); nothing more for the second, third or fourth look at what they may see.
+    assert len(captured) == 2, [query["sql"] for query in captured]
+
+
 def test_each_change_to_the_listings_shows_on_the_next_page(
     listed: Callable[..., Listing],
     publish: Callable[..., WorldVersion],

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,6 +115,40 @@ async def test_a_request_that_waits_past_its_budget_is_told_the_server_is_busy()
     after = Answer()
     await front(http_scope("/third"), nothing_received, after)  # the turn the busy answer never took is free
     assert after.status == 200
+
+
+class ThreadRecorder:
+    """Stands where Django's ASGIHandler does: a thread-sensitive context around the request, and in it two
+    synchronous calls, as middleware and a view make, noting the thread each ran on."""
+
+    def __init__(self) -> None:
+        self.threads: list[tuple[str, threading.Thread]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        async with ThreadSensitiveContext():
+            for _ in range(2):
+                self.threads.append((scope["path"], await sync_to_async(threading.current_thread)()))
+                await asyncio.sleep(0)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+@settings(max_examples=15, deadline=None)
+@given(running=st.integers(1, 4), requests=st.integers(1, 24))
+def test_requests_run_on_threads_kept_for_them_one_thread_a_request(running: int, requests: int) -> None:
+    async def burst() -> None:
+        behind = ThreadRecorder()
+        front = RequestsBounded(behind, running=running, wait_seconds=30)
+        await asyncio.gather(*(front(http_scope(f"/{n}"), nothing_received, Answer()) for n in range(requests)))
+        by_request: dict[str, set[threading.Thread]] = {}
+        for path, thread in behind.threads:  # the threads themselves: an ended thread's number can come again
+            by_request.setdefault(path, set()).add(thread)
+        assert all(len(threads) == 1 for threads in by_request.values()), by_request
+        used = set().union(*by_request.values())
+        assert len(used) <= running
+        assert threading.current_thread() not in used
+
+    asyncio.run(burst())
 
 
 @pytest.mark.asyncio
