@@ -52,7 +52,7 @@ class ListingCardSerializer(serializers.ModelSerializer):
         ]
 
     def get_tags(self, listing: Listing) -> list[str]:
-        return [tag.name for tag in listing.tags.all()]
+        return listing.tag_names
 
     def get_image_url(self, listing: Listing) -> str | None:
         if not (listing.cover or listing.thumbnail):

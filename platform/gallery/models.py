@@ -30,6 +30,8 @@ class Listing(models.Model):
     category = models.CharField(max_length=12, choices=Category.choices)
     content_rating = models.CharField(max_length=8, choices=ContentRating.choices)
     tags = models.ManyToManyField(Tag, blank=True, related_name="listings")
+    # Attached by gallery.selectors to the listings it hands out (cards, a world's page), not a column.
+    tag_names: list[str]
     cover = models.CharField(max_length=255, blank=True)  # the document's cover image, a storage name
     thumbnail = models.CharField(max_length=255, blank=True)  # the preview check's frame, a storage name
     listed_at = models.DateTimeField()  # first approval: what "new" sorts by

@@ -80,8 +80,21 @@ def listings_visible(*, user: User | AnonymousUser) -> QuerySet[Listing]:
     return listings
 
 
-def for_cards(listings: QuerySet[Listing]) -> QuerySet[Listing]:
-    return listings.select_related("creator").prefetch_related("tags")
+def tag_names_attached(listings: list[Listing]) -> list[Listing]:
+    """Each listing with `tag_names`, sorted, read in one query of names for all of them: prefetching the tags
+    made a model for every tag and a manager for every listing, a quarter of a page's time."""
+    names: dict[int, list[str]] = {listing.pk: [] for listing in listings}
+    pairs = Listing.tags.through.objects.filter(listing_id__in=names).order_by("tag__name")
+    for listing_id, name in pairs.values_list("listing_id", "tag__name"):
+        names[listing_id].append(name)
+    for listing in listings:
+        listing.tag_names = names[listing.pk]
+    return listings
+
+
+def cards(listings: QuerySet[Listing]) -> list[Listing]:
+    """The listings as cards show them: with their creator and their tag names."""
+    return tag_names_attached(list(listings.select_related("creator")))
 
 
 def cursor_encode(value: Any, pk: int) -> str:
@@ -104,7 +117,7 @@ def keyset_page(listings: QuerySet[Listing], *, field: str, cursor: str | None, 
         value, pk = cursor_decode(cursor, is_datetime=field == "listed_at")
         # The first condition alone is what lets the index seek; the second breaks ties by id.
         listings = listings.filter(**{f"{field}__lte": value}).filter(Q(**{f"{field}__lt": value}) | Q(pk__lt=pk))
-    rows = list(for_cards(listings.order_by(f"-{field}", "-pk"))[: size + 1])
+    rows = cards(listings.order_by(f"-{field}", "-pk")[: size + 1])
     items = rows[:size]
     next_cursor = cursor_encode(getattr(items[-1], field), items[-1].pk) if len(rows) > size else None
     return Page(items=items, next_cursor=next_cursor)
@@ -174,8 +187,7 @@ def listings_search(
 def home_rows(*, user: User | AnonymousUser) -> dict[str, list[Listing]]:
     """The home page's rows: featured (moderators' picks), trending, new and top, a few each."""
     visible = listings_visible(user=user)
-    featured = for_cards(visible.filter(featured_at__isnull=False).order_by("-featured_at"))[:HOME_ROW_SIZE]
-    rows = {"featured": list(featured)}
+    rows = {"featured": cards(visible.filter(featured_at__isnull=False).order_by("-featured_at")[:HOME_ROW_SIZE])}
     for sort in Sort:
         rows[sort.value] = keyset_page(visible, field=SORT_FIELDS[sort], cursor=None, size=HOME_ROW_SIZE).items
     return rows
@@ -206,10 +218,10 @@ def listing_for_page(*, user: User | AnonymousUser, slug: str) -> Listing:
     listings = listings_visible(user=user).select_related("creator", "version", "world__remixed_from__world")
     if user.is_authenticated:
         listings = listings.annotate(liked=Exists(Like.objects.filter(listing=OuterRef("pk"), user=user)))
-    listing = listings.prefetch_related("tags").filter(slug=slug).first()
+    listing = listings.filter(slug=slug).first()
     if listing is None:
         raise Http404("No such world in the gallery")
-    return listing
+    return tag_names_attached([listing])[0]
 
 
 def versions_public(*, listing: Listing) -> list[WorldVersion]:
@@ -238,7 +250,7 @@ def creator_profile(*, user: User | AnonymousUser, username: str) -> CreatorProf
     creator = User.objects.filter(username=username, is_active=True).first()
     if creator is None:
         raise Http404("No such creator")
-    works = list(for_cards(listings_visible(user=user).filter(creator=creator).order_by("-listed_at", "-pk")))
+    works = cards(listings_visible(user=user).filter(creator=creator).order_by("-listed_at", "-pk"))
     followers = Follow.objects.filter(creator=creator).count()
     following = user.is_authenticated and Follow.objects.filter(follower=user, creator=creator).exists()
     return CreatorProfile(creator=creator, works=works, followers=followers, following=following)
