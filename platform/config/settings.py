@@ -167,7 +167,7 @@ if REDIS_URL:
         # A frame nobody is subscribed to is gone, as a frame should be: the next one replaces it.
         "frames": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}},
     }
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "common.cache.RedisCacheClientsKept", "LOCATION": REDIS_URL}}
     # A signed-in page reads its session from Redis, not PostgreSQL (writes go to both). Only with the shared
     # cache: with a cache in each process, a log-out in one would leave the session alive in the others.
     SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
