@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import requests
+from django.conf import settings
 
 from workers.services import worker_issue_token
 
@@ -58,9 +59,18 @@ def haproxy_config(shape: ClusterShape, daphne_ports: list[int]) -> str:
     """HAProxy in front of the daphne processes: WebSocket upgrades pass (a tunnel may stay open an hour), a
     daphne that stops answering /livez is taken out within two seconds, and a connection refused by one is
     retried on another. Not /healthz: it is 503 while no worker is connected, and the workers themselves
-    connect through here."""
-    servers = "\n".join(
-        f"    server daphne{index} {shape.host}:{port} check inter 1s fall 2 rise 1"
+    connect through here.
+
+    Pages wait for a daphne in one queue here, each daphne given at most the requests it runs at once
+    (HTTP_REQUESTS_RUNNING): in a queue of each daphne's own, a request that drew a busy one waited there while
+    the other was free. Sockets are not counted: a daphne holds hundreds of them at once."""
+    running = settings.HTTP_REQUESTS_RUNNING
+    pages = "\n".join(
+        f"    server daphne{index} {shape.host}:{port} check inter 1s fall 2 rise 1 maxconn {running}"
+        for index, port in enumerate(daphne_ports, start=1)
+    )
+    sockets = "\n".join(
+        f"    server daphne{index} {shape.host}:{port} track pages/daphne{index}"
         for index, port in enumerate(daphne_ports, start=1)
     )
     return f"""defaults
@@ -74,12 +84,18 @@ def haproxy_config(shape: ClusterShape, daphne_ports: list[int]) -> str:
 
 frontend worldloom
     bind {shape.host}:{shape.port}
-    default_backend daphnes
+    use_backend sockets if {{ path_beg /ws/ }}
+    default_backend pages
 
-backend daphnes
-    balance roundrobin
+backend pages
+    balance leastconn
+    timeout queue {settings.HTTP_REQUEST_WAIT_SECONDS:g}s
     option httpchk GET /livez
-{servers}
+{pages}
+
+backend sockets
+    balance leastconn
+{sockets}
 """
 
 
