@@ -24,6 +24,7 @@ from pathlib import Path
 import requests
 from django.conf import settings
 
+from shell.front import BUSY, busy_retry_after
 from workers.services import worker_issue_token
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +66,8 @@ def haproxy_config(shape: ClusterShape, daphne_ports: list[int]) -> str:
     (HTTP_REQUESTS_RUNNING): in a queue of each daphne's own, a request that drew a busy one waited there while
     the other was free. Sockets are not counted: a daphne holds hundreds of them at once."""
     running = settings.HTTP_REQUESTS_RUNNING
+    # A page that waited its whole turn here is told what a daphne tells it (shell.front), not HAProxy's own page.
+    retry_after = busy_retry_after(settings.HTTP_REQUEST_WAIT_SECONDS)
     pages = "\n".join(
         f"    server daphne{index} {shape.host}:{port} check inter 1s fall 2 rise 1 maxconn {running}"
         for index, port in enumerate(daphne_ports, start=1)
@@ -89,7 +92,8 @@ frontend worldloom
 
 backend pages
     balance leastconn
-    timeout queue {settings.HTTP_REQUEST_WAIT_SECONDS:g}s
+    timeout queue {round(settings.HTTP_REQUEST_WAIT_SECONDS * 1000)}ms
+    http-error status 503 content-type "text/plain; charset=utf-8" hdr retry-after {retry_after} string "{BUSY}"
     option httpchk GET /livez
 {pages}
 

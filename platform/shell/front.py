@@ -29,7 +29,12 @@ LIVENESS_HEADERS = [
     (b"cache-control", b"no-cache, no-store, must-revalidate, max-age=0"),
     (b"content-length", b"2"),
 ]
-BUSY = b"This server is busy with other requests; please try again in a few seconds."
+BUSY = "This server is busy with other requests; please try again in a few seconds."
+
+
+def busy_retry_after(wait_seconds: float) -> int:
+    """The Retry-After, in seconds, for a request that waited `wait_seconds` for its turn in vain."""
+    return max(1, round(wait_seconds / 4))
 
 
 class LivenessAnswered:
@@ -73,10 +78,10 @@ class RequestsBounded:
         try:
             await asyncio.wait_for(turns.semaphore.acquire(), timeout=self.wait_seconds)
         except TimeoutError:
-            retry_after = str(max(1, round(self.wait_seconds / 4))).encode()
+            retry_after = str(busy_retry_after(self.wait_seconds)).encode()
             headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"retry-after", retry_after)]
             await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": BUSY})
+            await send({"type": "http.response.body", "body": BUSY.encode()})
             return None
         thread = turns.threads.pop()
         try:

@@ -17,6 +17,7 @@ import requests
 from pytest_django.fixtures import Settings
 
 from shell.cluster import ClusterShape, free_port, haproxy_config
+from shell.front import BUSY
 
 RUNNING = 2
 
@@ -24,7 +25,8 @@ RUNNING = 2
 class Daphne(ThreadingHTTPServer):
     """Answers /livez at once, and any other page after a while, noting how many pages it held at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, page_seconds: float) -> None:
+        self.page_seconds = page_seconds
         self.lock = threading.Lock()
         self.inside = 0
         self.most_inside = 0
@@ -40,7 +42,7 @@ class PageHandler(BaseHTTPRequestHandler):
             with self.server.lock:
                 self.server.inside += 1
                 self.server.most_inside = max(self.server.most_inside, self.server.inside)
-            time.sleep(0.1)
+            time.sleep(self.server.page_seconds)
             with self.server.lock:
                 self.server.inside -= 1
                 self.server.served += 1
@@ -53,15 +55,28 @@ class PageHandler(BaseHTTPRequestHandler):
         pass
 
 
+def answering(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=1).ok
+    except requests.RequestException:
+        return False
+
+
 @pytest.fixture
-def balanced(settings: Settings, tmp_path: Path) -> Iterator[tuple[str, list[Daphne]]]:
+def page_seconds() -> float:
+    return 0.1
+
+
+@pytest.fixture
+def balanced(settings: Settings, tmp_path: Path, page_seconds: float) -> Iterator[tuple[str, list[Daphne]]]:
     haproxy = shutil.which("haproxy")
     if haproxy is None:
         if os.environ.get("CI_REQUIRE_SERVICES"):
             pytest.fail("CI runs the balancer: it needs haproxy")
         pytest.skip("no haproxy: apt-get install haproxy (.ci/run does)")
     settings.HTTP_REQUESTS_RUNNING = RUNNING
-    daphnes = [Daphne(), Daphne()]
+    settings.HTTP_REQUEST_WAIT_SECONDS = 0.5
+    daphnes = [Daphne(page_seconds), Daphne(page_seconds)]
     for daphne in daphnes:
         threading.Thread(target=daphne.serve_forever, daemon=True).start()
     port = free_port("127.0.0.1")
@@ -72,12 +87,10 @@ def balanced(settings: Settings, tmp_path: Path) -> Iterator[tuple[str, list[Dap
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{url}/livez", timeout=1).ok:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
+        while not answering(f"{url}/livez"):
+            assert balancer.poll() is None, "HAProxy refused the configuration"
+            assert time.monotonic() < deadline, "HAProxy did not answer within 10 s"
+            time.sleep(0.1)
         yield url, daphnes
     finally:
         balancer.terminate()
@@ -96,3 +109,15 @@ def test_pages_wait_at_the_balancer_and_no_daphne_gets_more_than_it_runs_at_once
     assert [answer.status_code for answer in answers] == [200] * 24
     assert [daphne.most_inside for daphne in daphnes] == [RUNNING, RUNNING]
     assert sum(daphne.served for daphne in daphnes) == 24
+
+
+@pytest.mark.parametrize("page_seconds", [3.0])
+def test_a_page_that_waits_past_its_budget_is_told_the_server_is_busy_as_a_daphne_tells_it(
+    balanced: tuple[str, list[Daphne]],
+) -> None:
+    url, _ = balanced
+    with ThreadPoolExecutor(max_workers=2 * RUNNING + 2) as clients:
+        answers = list(clients.map(lambda number: requests.get(f"{url}/page/{number}", timeout=30), range(6)))
+    refused = [answer for answer in answers if answer.status_code == 503]
+    assert len(refused) == 2, [answer.status_code for answer in answers]
+    assert all(answer.text == BUSY and answer.headers["Retry-After"] == "1" for answer in refused)
