@@ -8,9 +8,9 @@ from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 
 
 class RedisCacheClientKept(RedisCacheClient):
-    """Django's client builds a redis-py client for every call (filling its table of some two hundred reply
-    parsers each time), which cost a cached gallery page a twentieth of its time over its four reads. A redis-py
-    client is safe to share; one is kept for each connection pool."""
+    """Django's client builds a redis-py client for every call, filling its table of reply parsers each time,
+    and a page reads the cache several times. A redis-py client is safe to share; one is kept for each connection
+    pool."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

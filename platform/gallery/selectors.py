@@ -82,7 +82,7 @@ def listings_visible(*, user: User | AnonymousUser) -> QuerySet[Listing]:
 
 def tag_names_attached(listings: list[Listing]) -> list[Listing]:
     """Each listing with `tag_names`, sorted, read in one query of names for all of them: prefetching the tags
-    made a model for every tag and a manager for every listing, a quarter of a page's time."""
+    made a model for every tag and a manager for every listing."""
     names: dict[int, list[str]] = {listing.pk: [] for listing in listings}
     pairs = Listing.tags.through.objects.filter(listing_id__in=names).order_by("tag__name")
     for listing_id, name in pairs.values_list("listing_id", "tag__name"):

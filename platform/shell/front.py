@@ -97,6 +97,6 @@ class Turns:
 
     def __init__(self, running: int) -> None:
         # A semaphore, not a queue of threads: asyncio's queue lets a newcomer take a thread put back before the
-        # request woken for it runs, and the woken one queues again at the back (p95 doubled under load).
+        # request woken for it runs, and the woken one queues again at the back.
         self.semaphore = asyncio.Semaphore(running)
         self.threads = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="request") for _ in range(running)]
