@@ -15,6 +15,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 
 from gallery.models import Listing
+from worlds.models import ContentRating
 
 # About 2 KB of HTML each: a few megabytes a process at most.
 CARDS_KEPT = 2048
@@ -29,13 +30,16 @@ class Card:
     logline: str
     category: str
     content_rating: str
-    content_rating_label: str
     creator: str
     play_count: int
     like_count: int
     tag_names: tuple[str, ...]
     # The version the image's URL carries (a new version may have a new image); None when there is no image.
     image_version: int | None
+
+    @property
+    def content_rating_label(self) -> str:
+        return ContentRating(self.content_rating).label
 
     @classmethod
     def of(cls, listing: Listing) -> Card:
@@ -45,7 +49,6 @@ class Card:
             logline=listing.logline,
             category=listing.category,
             content_rating=listing.content_rating,
-            content_rating_label=listing.get_content_rating_display(),
             creator=listing.creator.get_username(),
             play_count=listing.play_count,
             like_count=listing.like_count,
