@@ -154,6 +154,32 @@ class QueuedCall:
     about: str | None
 
 
+class Inbox:
+    """What the platform sent that is not yet applied, taken all at once in the order it came."""
+
+    def __init__(self) -> None:
+        self.messages: list[protocol.PlatformToWorker] = []
+        self.changed = asyncio.Event()
+        self.closed = False
+
+    def put(self, message: protocol.PlatformToWorker) -> None:
+        self.messages.append(message)
+        self.changed.set()
+
+    def close(self) -> None:
+        """No more will come: `taken` hands over what is left, then nothing."""
+        self.closed = True
+        self.changed.set()
+
+    async def taken(self) -> list[protocol.PlatformToWorker]:
+        """Every message waiting, once there is one; [] once closed and emptied."""
+        while not self.messages and not self.closed:
+            self.changed.clear()
+            await self.changed.wait()
+        taken, self.messages = self.messages, []
+        return taken
+
+
 class SerialThread:
     """One daemon thread that runs the calls given to it, the most urgent first (`Urgency`) and otherwise in
     the order given, and knows how long the current one has run.
@@ -178,6 +204,11 @@ class SerialThread:
         future: Future[Any] = Future()
         self.calls.put((urgency, next(self.numbers), QueuedCall(future, function, arguments, about)))
         return future
+
+    def busy_with(self, about: str | None) -> None:
+        """Name what the running call is about from now on (a call that applies several sessions' messages)."""
+        assert threading.current_thread() is self.thread, "busy_with is called by a call this thread runs"
+        self.busy_about = about
 
     def busy_seconds(self, now: float) -> float:
         """How long the call now running has run (0 when the thread waits for work)."""
@@ -343,20 +374,24 @@ class InferenceWorker:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def receive(self, connection: ClientConnection) -> None:
-        async for text in connection:
-            try:
-                message = protocol.decode_from_platform(text if isinstance(text, str) else None)
-            except protocol.ProtocolError as error:
-                logger.warning("ignoring a message from the platform: %s", error)
-                continue
-            if isinstance(message, protocol.SessionRecalled):
-                self.recalled(message)
-                continue
-            await self.replies_send(
-                connection, await self.on_engine_thread(self.handle, message, about=session_of(message))
-            )
-            if isinstance(message, protocol.SessionInput) and self.host.input_brings_tick_forward(message.session):
-                self.input_arrived.set()
+        """Apply what the platform sends, in the order it was sent, until the connection closes.
+
+        The messages that arrive while the engine thread draws a tick are applied together, in one call on it
+        after the tick: a Live world's crowd sends a hundred inputs a second, and one call each queued every
+        input behind the one before it and the tick it waited for, until the inputs came later than a key can."""
+        inbox = Inbox()
+        reading = asyncio.create_task(self.inbox_fill(connection, inbox))
+        try:
+            while messages := await inbox.taken():
+                await self.replies_send(connection, await self.on_engine_thread(self.handle_all, messages))
+                if any(
+                    isinstance(message, protocol.SessionInput) and self.host.input_brings_tick_forward(message.session)
+                    for message in messages
+                ):
+                    self.input_arrived.set()
+            reading.result()  # how the connection ended, if not cleanly
+        finally:
+            reading.cancel()
 
     async def heartbeat(self, connection: ClientConnection, interval_seconds: float) -> None:
         """Tell the platform this worker serves, while its threads answer: a worker whose engine thread is stuck
@@ -404,6 +439,23 @@ class InferenceWorker:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.on_engine_thread(self.close_all), self.config.engine_stuck_seconds)
+
+    async def inbox_fill(self, connection: ClientConnection, inbox: Inbox) -> None:
+        """Put what the platform sends in `inbox` until the connection closes; a recall's answer goes straight to
+        the reply waiting for it, on the language thread."""
+        try:
+            async for text in connection:
+                try:
+                    message = protocol.decode_from_platform(text if isinstance(text, str) else None)
+                except protocol.ProtocolError as error:
+                    logger.warning("ignoring a message from the platform: %s", error)
+                    continue
+                if isinstance(message, protocol.SessionRecalled):
+                    self.recalled(message)
+                else:
+                    inbox.put(message)
+        finally:
+            inbox.close()
 
     async def tick_forever(self, connection: ClientConnection) -> None:
         """Step every session once per tick, as one batch, and send the frames and any due snapshots.
@@ -483,6 +535,14 @@ class InferenceWorker:
         self.frames_sent[session] = number
         if len(self.frames_sent) > FRAMES_SENT_KEPT:
             del self.frames_sent[next(iter(self.frames_sent))]  # the session that sent its first frame longest ago
+
+    def handle_all(self, messages: list[protocol.PlatformToWorker]) -> list[protocol.WorkerReply]:
+        """Apply messages in the order given (on the engine thread); their replies, in order."""
+        replies = []
+        for message in messages:
+            self.engine_thread.busy_with(session_of(message))  # a message stuck in an engine names its session
+            replies += self.handle(message)
+        return replies
 
     def handle(self, message: protocol.PlatformToWorker) -> list[protocol.WorkerReply]:
         """Apply one platform message to the hosted sessions (on the engine thread); return the replies.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -220,6 +221,44 @@ async def test_the_inputs_applied_between_two_ticks_of_every_session_are_reporte
     await inference_worker.applied_report(connection)  # type: ignore[arg-type]
     await inference_worker.applied_report(connection)  # type: ignore[arg-type]
 
+    (report,) = connection.sent
+    assert isinstance(report, protocol.InputsApplied)
+    assert [(applied.session, applied.sequence) for applied in report.applied] == inputs
+    inference_worker.threads_stop()
+
+
+@pytest.mark.asyncio
+async def test_inputs_that_arrive_while_the_engine_thread_is_busy_are_applied_together_in_the_order_sent(
+    small_engines: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inference_worker = worker.InferenceWorker(worker.WorkerConfig(url="ws://unused/", token="t", language_model="none"))
+    for session in ("a", "b"):
+        inference_worker.handle(protocol.SessionOpen(session=session, engine="raycaster", spec={"seed": 1, "size": 8}))
+    key = {"type": "key_down", "key": "KeyW"}
+    inputs = [(session, sequence) for sequence in range(1, 31) for session in ("a", "b")]
+    connection = RecordingConnection(
+        [protocol.SessionInput(session=session, sequence=sequence, input=key) for session, sequence in inputs]
+    )
+    calls: list[list[tuple[str, int]]] = []
+    handle_all = inference_worker.handle_all
+
+    def recorded(messages: list[Any]) -> list[protocol.WorkerReply]:
+        calls.append([(message.session, message.sequence) for message in messages])
+        return handle_all(messages)
+
+    monkeypatch.setattr(inference_worker, "handle_all", recorded)
+    drawing = threading.Event()
+    inference_worker.engine_thread.submit(drawing.wait, 10)  # a tick being drawn while the inputs come
+
+    receiving = asyncio.create_task(inference_worker.receive(connection))  # type: ignore[arg-type]
+    await asyncio.sleep(0.2)
+    drawing.set()
+    await asyncio.wait_for(receiving, 10)
+    await inference_worker.applied_report(connection)  # type: ignore[arg-type]
+    await inference_worker.applied_report(connection)  # type: ignore[arg-type]
+
+    assert len(calls) <= 2, f"60 inputs took {len(calls)} calls on the engine thread"
+    assert [each for call in calls for each in call] == inputs
     (report,) = connection.sent
     assert isinstance(report, protocol.InputsApplied)
     assert [(applied.session, applied.sequence) for applied in report.applied] == inputs
