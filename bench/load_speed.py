@@ -265,11 +265,23 @@ def measure(plan: Plan) -> dict[str, float]:
             )
         )
 
+        sessions_ended(stack, soak_ids)
+
         def attempt(players: int, seconds: float) -> Round:
-            played = crowd_round(stack, players, math.ceil(players / shape.players_per_world), seconds, shape.engine)
-            sessions.extend({player.session for player in played.players})
-            # The next round starts once this one's sockets are gone: its players would be counted in it.
+            worlds = math.ceil(players / shape.players_per_world)
+            played = crowd_round(stack, players, worlds, seconds, shape.engine)
+            print(
+                f"load_bench round: {players} players in {worlds} worlds, p95 {played.p95_ms:.0f} ms, "
+                f"{played.dropped} dropped",
+                file=sys.stderr,
+            )
+            round_sessions = sorted({player.session for player in played.players})
+            sessions.extend(round_sessions)
+            # The next round starts once this one's sockets are gone (its players would be counted in it) and its
+            # worlds no longer drawn: a world nobody watches is drawn until the park time, which would load the
+            # next round with the last one's worlds.
             group_memberships_after_disconnect(sessions)
+            sessions_ended(stack, round_sessions)
             return played
 
         measured = attempt(shape.players, plan.seconds)
@@ -311,6 +323,22 @@ def measure(plan: Plan) -> dict[str, float]:
         "soak_groups_left": float(groups_left),
         "consumers_killed": float(killed),
     }
+
+
+def sessions_ended(stack: Stack, session_ids: list[str], seconds: float = 30) -> None:
+    """End these sessions and wait until the workers report every slot free again (they stop drawing them)."""
+    from play.models import PlaySession
+    from play.services import session_end
+
+    for session in PlaySession.objects.filter(pk__in=session_ids).select_related("worker"):
+        session_end(session=session, reason="the benchmark's round is over")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        workers = stack.daphnes[0].health()["inference_workers"]
+        if workers["free_slots"] == workers["slots"]:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the workers did not free the ended sessions' slots within {seconds:.0f} s")
 
 
 def stack_started(stack: Stack, shape: Shape, slots: int, environment: dict[str, str]) -> None:
