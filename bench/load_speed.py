@@ -335,10 +335,10 @@ def sessions_ended(stack: Stack, session_ids: list[str], seconds: float = 30) ->
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         workers = stack.daphnes[0].health()["inference_workers"]
-        if workers["free_slots"] == workers["slots"]:
+        if workers.get("free_slots") == workers.get("slots"):
             return
         time.sleep(0.2)
-    raise RuntimeError(f"the workers did not free the ended sessions' slots within {seconds:.0f} s")
+    raise RuntimeError(f"the workers did not free the ended sessions' slots within {seconds:.0f} s: {workers}")
 
 
 def stack_started(stack: Stack, shape: Shape, slots: int, environment: dict[str, str]) -> None:
