@@ -6,6 +6,7 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -235,21 +236,14 @@ def session_input_append(
         # The owner's keys steer the camera everyone watches; every other participant walks an avatar.
         payload = {**payload, "participant": player.get_username()}
     try:
-        with transaction.atomic():
-            event = event_log_and_forward(
-                session_id=session.pk, payload=payload, player=player, browser=browser, client_sequence=client_sequence
-            )
+        event = event_log_and_forward(
+            session_id=session.pk, payload=payload, player=player, browser=browser, client_sequence=client_sequence
+        )
     except IntegrityError:
         logged = SessionEvent.objects.get(
             session=session, player=player, browser=browser, client_sequence=client_sequence
         )
         return logged, False
-    except ChannelFull:
-        # Raised by the forward after the commit: withdraw the input, so the log (which a failover replays)
-        # holds only what the worker was given.
-        SessionEvent.objects.filter(pk=event.pk).delete()
-        busy = "the world's worker is too busy to take this input; it was not kept, try again shortly"
-        raise WorkerBusy(busy) from None
     if payload["type"] == "speech":
         # The player's other tabs, and everyone in a Live world, see what was said before the reply to it.
         said = protocol.Said(
@@ -267,12 +261,19 @@ def event_log_and_forward(
     browser: str = "",
     client_sequence: int | None = None,
 ) -> SessionEvent:
-    """Log an input (see event_log) and send it to the session's worker after commit."""
+    """Log an input (see event_log) and send it to the session's worker once it is committed. Raises WorkerBusy,
+    with the input withdrawn, when the worker's channel is full."""
     event, worker_channel = event_log(
         session_id=session_id, payload=payload, player=player, browser=browser, client_sequence=client_sequence
     )
     if worker_channel is not None:
-        send_to_worker(worker_channel, input_forward_message(event))
+        try:
+            send_to_worker(worker_channel, input_forward_message(event))
+        except ChannelFull:
+            # The log, which a failover replays, holds only what the worker was given.
+            SessionEvent.objects.filter(pk=event.pk).delete()
+            busy = "the world's worker is too busy to take this input; it was not kept, try again shortly"
+            raise WorkerBusy(busy) from None
     return event
 
 
@@ -285,30 +286,73 @@ def event_log(
     client_sequence: int | None = None,
 ) -> tuple[SessionEvent, str | None]:
     """Number an input in the session's sequence and log it; returns it with the channel of the worker that
-    runs the session (None while none does).
+    runs the session (None while none does). Raises IntegrityError, with nothing logged and no number taken,
+    for an input this browser sent already.
 
-    Called inside a transaction: the UPDATE that takes the number holds the session's row until the commit,
-    so concurrent inputs (Live worlds, worker proposals) take distinct numbers in the order they are logged.
-    """
-    sequence, status, worker_channel = session_sequence_next(session_id)
-    event = SessionEvent.objects.create(
+    The UPDATE that takes the number holds the session's row until the log is written, so concurrent inputs
+    (Live worlds, worker proposals) take distinct numbers in the order they are logged. Every input of every
+    player pays for this: on PostgreSQL it is one statement, which commits alone outside a transaction."""
+    event = SessionEvent(
         session_id=session_id,
-        sequence=sequence,
         player=player,
         browser=browser,
         client_sequence=client_sequence,
         kind=payload["type"],
         payload=payload,
+        created_at=timezone.now(),
     )
+    if connection.vendor == "postgresql":
+        # In a caller's transaction, a savepoint keeps a refused resend from aborting it.
+        with transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext():
+            status, worker_channel = event_numbered_and_inserted(event)
+    else:
+        with transaction.atomic():
+            event.sequence, status, worker_channel = session_sequence_next(session_id)
+            event.save(force_insert=True)
     return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
+
+
+def event_numbered_and_inserted(event: SessionEvent) -> tuple[str, str | None]:
+    """Number `event` in its session and insert it, in one PostgreSQL statement (an UPDATE … RETURNING feeding
+    an INSERT); the session's status and its worker's channel. Sets the event's number and id."""
+    sessions = connection.ops.quote_name(PlaySession._meta.db_table)
+    events = connection.ops.quote_name(SessionEvent._meta.db_table)
+    workers = connection.ops.quote_name(WorkerNode._meta.db_table)
+    numbered_by_session = {"session_id", "sequence"}
+    written = [
+        field
+        for field in SessionEvent._meta.concrete_fields
+        if not field.primary_key and field.attname not in numbered_by_session
+    ]
+    columns = ", ".join(connection.ops.quote_name(field.column or field.attname) for field in written)
+    placeholders = ", ".join(["%s"] * len(written))
+    # Only quoted table and column names are formatted in; every value is a parameter.
+    statement = (
+        f"WITH numbered AS (UPDATE {sessions} SET last_sequence = last_sequence + 1, last_active_at = %s "  # noqa: S608
+        f"WHERE id = %s RETURNING id, last_sequence, status, worker_id), "
+        f"logged AS (INSERT INTO {events} (session_id, sequence, {columns}) "
+        f"SELECT id, last_sequence, {placeholders} FROM numbered RETURNING id, sequence) "
+        f"SELECT logged.id, logged.sequence, numbered.status, {workers}.channel_name "
+        f"FROM logged CROSS JOIN numbered LEFT JOIN {workers} ON {workers}.id = numbered.worker_id"
+    )
+    parameters = [
+        connection.ops.adapt_datetimefield_value(event.created_at),
+        PlaySession._meta.pk.get_db_prep_value(event.session_id, connection),
+        *(field.get_db_prep_save(getattr(event, field.attname), connection) for field in written),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, parameters)
+        row = cursor.fetchone()
+    if row is None:
+        raise PlaySession.DoesNotExist(f"no play session {event.session_id}")
+    event.pk, event.sequence = row[0], row[1]
+    event._state.adding, event._state.db = False, connection.alias
+    return row[2], row[3] or None
 
 
 def session_sequence_next(session_id: Any) -> tuple[int, str, str | None]:
     """Take the session's next input number in one statement (an UPDATE … RETURNING, which PostgreSQL and
-    SQLite both speak): the number, the session's status and its worker's channel (None without a worker).
-
-    One statement instead of an update and a read: every input of every player pays for this, holding the
-    session's row until the commit."""
+    SQLite both speak): the number, the session's status and its worker's channel (None without a worker)."""
     sessions = connection.ops.quote_name(PlaySession._meta.db_table)
     workers = connection.ops.quote_name(WorkerNode._meta.db_table)
     with connection.cursor() as cursor:
