@@ -377,8 +377,8 @@ class InferenceWorker:
         """Apply what the platform sends, in the order it was sent, until the connection closes.
 
         The messages that arrive while the engine thread draws a tick are applied together, in one call on it
-        after the tick: a Live world's crowd sends a hundred inputs a second, and one call each queued every
-        input behind the one before it and the tick it waited for, until the inputs came later than a key can."""
+        after the tick: a Live world's crowd sends a hundred inputs a second, and with a call for each, every
+        input would wait for the one before it and for the tick that one met."""
         inbox = Inbox()
         reading = asyncio.create_task(self.inbox_fill(connection, inbox))
         try:
