@@ -7,6 +7,7 @@ them commits (`transaction.on_commit`), so no worker is told of a session the da
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from accounts.models import User
@@ -307,37 +309,60 @@ def event_log(
             status, worker_channel = event_numbered_and_inserted(event)
     else:
         with transaction.atomic():
-            event.sequence, status, worker_channel = session_sequence_next(session_id)
+            status, worker_channel = event_numbered(event)
             event.save(force_insert=True)
     return event, worker_channel if status == SessionStatus.RUNNING and worker_channel else None
 
 
-def event_numbered_and_inserted(event: SessionEvent) -> tuple[str, str | None]:
-    """Number `event` in its session and insert it, in one PostgreSQL statement (an UPDATE … RETURNING feeding
-    an INSERT); the session's status and its worker's channel. Sets the event's number and id."""
+def number_taking_update(returning: str) -> str:
+    """The UPDATE that takes a session's next input number (parameters: `number_taking_parameters`), returning
+    `returning`: PostgreSQL and SQLite both speak UPDATE … RETURNING."""
     sessions = connection.ops.quote_name(PlaySession._meta.db_table)
+    # Only the quoted table name is formatted in; every value is a parameter.
+    return (
+        f"UPDATE {sessions} SET last_sequence = last_sequence + 1, last_active_at = %s "  # noqa: S608
+        f"WHERE id = %s RETURNING {returning}"
+    )
+
+
+def number_taking_parameters(event: SessionEvent) -> list[Any]:
+    return [
+        connection.ops.adapt_datetimefield_value(event.created_at),
+        PlaySession._meta.pk.get_db_prep_value(event.session_id, connection),
+    ]
+
+
+@functools.cache
+def input_logging_statement() -> tuple[str, tuple[Field[Any, Any], ...]]:
+    """PostgreSQL's one statement that numbers an input and inserts it, and the event's fields it writes in
+    order; built once, as every input runs it."""
     events = connection.ops.quote_name(SessionEvent._meta.db_table)
     workers = connection.ops.quote_name(WorkerNode._meta.db_table)
     numbered_by_session = {"session_id", "sequence"}
-    written = [
+    written = tuple(
         field
         for field in SessionEvent._meta.concrete_fields
         if not field.primary_key and field.attname not in numbered_by_session
-    ]
+    )
     columns = ", ".join(connection.ops.quote_name(field.column or field.attname) for field in written)
     placeholders = ", ".join(["%s"] * len(written))
     # Only quoted table and column names are formatted in; every value is a parameter.
     statement = (
-        f"WITH numbered AS (UPDATE {sessions} SET last_sequence = last_sequence + 1, last_active_at = %s "  # noqa: S608
-        f"WHERE id = %s RETURNING id, last_sequence, status, worker_id), "
+        f"WITH numbered AS ({number_taking_update('id, last_sequence, status, worker_id')}), "  # noqa: S608
         f"logged AS (INSERT INTO {events} (session_id, sequence, {columns}) "
         f"SELECT id, last_sequence, {placeholders} FROM numbered RETURNING id, sequence) "
         f"SELECT logged.id, logged.sequence, numbered.status, {workers}.channel_name "
         f"FROM logged CROSS JOIN numbered LEFT JOIN {workers} ON {workers}.id = numbered.worker_id"
     )
+    return statement, written
+
+
+def event_numbered_and_inserted(event: SessionEvent) -> tuple[str, str | None]:
+    """Number `event` in its session and insert it, in one PostgreSQL statement (an UPDATE … RETURNING feeding
+    an INSERT); the session's status and its worker's channel. Sets the event's number and id."""
+    statement, written = input_logging_statement()
     parameters = [
-        connection.ops.adapt_datetimefield_value(event.created_at),
-        PlaySession._meta.pk.get_db_prep_value(event.session_id, connection),
+        *number_taking_parameters(event),
         *(field.get_db_prep_save(getattr(event, field.attname), connection) for field in written),
     ]
     with connection.cursor() as cursor:
@@ -350,24 +375,18 @@ def event_numbered_and_inserted(event: SessionEvent) -> tuple[str, str | None]:
     return row[2], row[3] or None
 
 
-def session_sequence_next(session_id: Any) -> tuple[int, str, str | None]:
-    """Take the session's next input number in one statement (an UPDATE … RETURNING, which PostgreSQL and
-    SQLite both speak): the number, the session's status and its worker's channel (None without a worker)."""
-    sessions = connection.ops.quote_name(PlaySession._meta.db_table)
+def event_numbered(event: SessionEvent) -> tuple[str, str | None]:
+    """Take `event`'s number in its session (the event is inserted after it, in the same transaction); the
+    session's status and its worker's channel (None without a worker)."""
     workers = connection.ops.quote_name(WorkerNode._meta.db_table)
+    returning = f"last_sequence, status, (SELECT channel_name FROM {workers} WHERE {workers}.id = worker_id)"  # noqa: S608
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {sessions} SET last_sequence = last_sequence + 1, last_active_at = %s WHERE id = %s "  # noqa: S608 - table names from the models
-            f"RETURNING last_sequence, status, (SELECT channel_name FROM {workers} WHERE {workers}.id = worker_id)",
-            [
-                connection.ops.adapt_datetimefield_value(timezone.now()),
-                PlaySession._meta.pk.get_db_prep_value(session_id, connection),
-            ],
-        )
+        cursor.execute(number_taking_update(returning), number_taking_parameters(event))
         row = cursor.fetchone()
     if row is None:
-        raise PlaySession.DoesNotExist(f"no play session {session_id}")
-    return row[0], row[1], row[2] or None
+        raise PlaySession.DoesNotExist(f"no play session {event.session_id}")
+    event.sequence = row[0]
+    return row[1], row[2] or None
 
 
 def input_forward_message(event: SessionEvent) -> SessionInput:
