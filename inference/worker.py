@@ -155,14 +155,22 @@ class QueuedCall:
 
 
 class Inbox:
-    """What the platform sent that is not yet applied, taken all at once in the order it came."""
+    """What the platform sent that is not yet applied, taken all at once in the order it came. Holds at most
+    `most`: beyond that the socket is not read, so the platform's channel for this worker fills and the platform
+    refuses new inputs (its players are told), rather than this process keeping whatever comes."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int = 1000) -> None:
+        self.most = most
         self.messages: list[protocol.PlatformToWorker] = []
         self.changed = asyncio.Event()
+        self.room = asyncio.Event()
+        self.room.set()
         self.closed = False
 
-    def put(self, message: protocol.PlatformToWorker) -> None:
+    async def put(self, message: protocol.PlatformToWorker) -> None:
+        while len(self.messages) >= self.most:
+            self.room.clear()
+            await self.room.wait()
         self.messages.append(message)
         self.changed.set()
 
@@ -177,6 +185,7 @@ class Inbox:
             self.changed.clear()
             await self.changed.wait()
         taken, self.messages = self.messages, []
+        self.room.set()
         return taken
 
 
@@ -453,7 +462,7 @@ class InferenceWorker:
                 if isinstance(message, protocol.SessionRecalled):
                     self.recalled(message)
                 else:
-                    inbox.put(message)
+                    await inbox.put(message)
         finally:
             inbox.close()
 

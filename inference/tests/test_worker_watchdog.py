@@ -263,3 +263,17 @@ async def test_inputs_that_arrive_while_the_engine_thread_is_busy_are_applied_to
     assert isinstance(report, protocol.InputsApplied)
     assert [(applied.session, applied.sequence) for applied in report.applied] == inputs
     inference_worker.threads_stop()
+
+
+@pytest.mark.asyncio
+async def test_a_full_inbox_takes_no_more_until_it_is_emptied() -> None:
+    inbox = worker.Inbox(most=2)
+    messages = [protocol.SessionRefresh(session=f"s{number}") for number in range(3)]
+    for message in messages[:2]:
+        await inbox.put(message)
+    third = asyncio.create_task(inbox.put(messages[2]))
+    await asyncio.sleep(0.05)
+    assert not third.done()  # the socket is not read while the inbox is full
+    assert await inbox.taken() == messages[:2]
+    await asyncio.wait_for(third, 1)
+    assert await inbox.taken() == messages[2:]
