@@ -8,6 +8,7 @@ import itertools
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,9 +67,11 @@ def viewer(browser: Any, platform: LivePlatform, session: PlaySession) -> tuple[
     return page, seen
 
 
-def test_an_h264_stream_decodes_in_the_browser_reaches_a_second_viewer_and_survives_a_failover(browser: Any) -> None:
+def test_an_h264_stream_decodes_in_the_browser_reaches_a_second_viewer_and_survives_a_failover(
+    browser: Any, tmp_path: Path
+) -> None:
     platform = start_platform("--no-in-process-worker")
-    workers = {name: worker_process(platform, name) for name in ("left", "right")}
+    workers = {name: worker_process(platform, name, tmp_path / f"{name}.log") for name in ("left", "right")}
     try:
         wait_until(lambda: platform.health()["inference_workers"]["connected"] == 2, timeout_seconds=60)
         session = PlaySessionFactory(engine="raycaster-video")

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from django.db.models import F
 from accounts.tests.factories import UserFactory
 from common.tasks import worker_roundtrip
 from play.consumers import FRAMES_IN_FLIGHT
-from play.models import SessionEvent
+from play.models import PlaySession, SessionEvent
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from tests.faults import celery_worker, child_pids, private_postgres, private_redis, resident_kib, stop
 from tests.fixtures import (
@@ -59,11 +60,27 @@ async def connected_player(url: str, origin: str, cookie: str, seconds: float = 
             await asyncio.sleep(0.25)
 
 
+def restart_told(player: Player, session: PlaySession, newest: int, logs: Path) -> str:
+    """What a player saw after the restart and what the processes logged, for a failure to say why."""
+    events = [
+        (event.sequence, event.client_sequence, event.applied_tick)
+        for event in SessionEvent.objects.filter(session=session).order_by("sequence")
+    ]
+    logged = {path.name: path.read_text(errors="replace")[-1500:] for path in sorted(logs.glob("*.log"))}
+    return (
+        f"no frame showed input {newest} within 30 s; frames (number, input shown) "
+        f"{[frame[:2] for frame in player.frames][-5:]} of {len(player.frames)}; "
+        f"messages {[message['type'] for message in player.messages]}; "
+        f"events (number, client number, tick applied) {events}; logs {logged}"
+    )
+
+
 @pytest.mark.django_db(transaction=True)
-def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_applied_twice() -> None:
+def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_applied_twice(tmp_path: Path) -> None:
     port = free_port()
-    platform = start_platform("--no-in-process-worker", port=port)
-    worker = worker_process(platform, "survivor")  # a process of its own: it outlives daphne
+    platform = start_platform("--no-in-process-worker", port=port, log=tmp_path / "platform-before.log")
+    # A process of its own: it outlives daphne.
+    worker = worker_process(platform, "survivor", tmp_path / "worker.log")
     try:
         wait_until(lambda: platform.health()["inference_workers"]["connected"] == 1, timeout_seconds=30)
         session = PlaySessionFactory(version=WorldVersionFactory(document=DEMO_STORY))
@@ -102,7 +119,7 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
         # Released while the platform is down: the page queues it.
         sent[4] = {"type": "key_up", "key": "KeyA", "seq": 4}
         restarted_at = time.monotonic()
-        platform = start_platform("--no-in-process-worker", port=port)
+        platform = start_platform("--no-in-process-worker", port=port, log=tmp_path / "platform-after.log")
 
         async def after_the_restart() -> Player:
             async with await connected_player(url, platform.url, cookie) as socket:
@@ -115,7 +132,11 @@ def test_after_daphne_restarts_the_browser_resumes_and_no_input_is_lost_or_appli
                 await player.read_until(lambda p: len([m for m in p.messages if m["type"] == "accepted"]) == 3)
                 await player.read_until(lambda p: (c := p.offered()) and c["beat"] == "ask-eve", seconds=30)
                 newest = max(m["sequence"] for m in player.messages if m["type"] == "accepted")
-                await player.read_until(lambda p: p.frames and p.frames[-1][1] >= newest, seconds=30)
+                try:
+                    await player.read_until(lambda p: p.frames and p.frames[-1][1] >= newest, seconds=30)
+                except TimeoutError:
+                    told = await asyncio.to_thread(restart_told, player, session, newest, tmp_path)
+                    raise AssertionError(told) from None
                 return player
 
         player = asyncio.run(after_the_restart())

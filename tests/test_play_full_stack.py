@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import websockets
@@ -97,32 +98,35 @@ def test_the_demo_story_plays_on_our_world_model(live_platform: LivePlatform) ->
     asyncio.run(play(live_platform, session, cookie_for(session.owner), script))
 
 
-def worker_process(platform: LivePlatform, name: str) -> subprocess.Popen[str]:
+def worker_process(platform: LivePlatform, name: str, log: Path) -> subprocess.Popen[str]:
+    """A worker of its own process, its output in the file `log`: a pipe nobody reads fills at 64 KiB and then
+    stops every thread of the worker that logs, frames included."""
     _, token = worker_issue_token(name=name)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "manage.py",
-            "inference_worker",
-            "--url",
-            f"{platform.ws_url}/ws/workers/",
-            "--token",
-            token,
-            "--slots",
-            "4",
-        ],
-        cwd=ROOT,
-        env=platform_environment(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    with open(log, "w") as log_file:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "manage.py",
+                "inference_worker",
+                "--url",
+                f"{platform.ws_url}/ws/workers/",
+                "--token",
+                token,
+                "--slots",
+                "4",
+            ],
+            cwd=ROOT,
+            env=platform_environment(),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_killed_worker_hands_its_session_to_another_within_five_seconds_losing_nothing() -> None:
+def test_a_killed_worker_hands_its_session_to_another_within_five_seconds_losing_nothing(tmp_path: Path) -> None:
     platform = start_platform("--no-in-process-worker")
-    workers = {name: worker_process(platform, name) for name in ("left", "right")}
+    workers = {name: worker_process(platform, name, tmp_path / f"{name}.log") for name in ("left", "right")}
     try:
         wait_until(lambda: platform.health()["inference_workers"]["connected"] == 2, timeout_seconds=30)
         version = WorldVersionFactory()
