@@ -189,6 +189,40 @@ class Inbox:
         return taken
 
 
+class InputsBeforeOpen:
+    """Inputs forwarded for a session this worker does not run, kept for its open.
+
+    The platform reads an open's pending inputs from its log, then sends it; an input logged in between is
+    forwarded by another thread and may reach this worker before the open, which does not hold it. Answered
+    "not running" at once, that input was lost, and the player read an error about a session that was opening.
+    Each session's inputs are kept `seconds` at most (then the session is told it is not running: its open
+    failed, or it went to another worker), `most` of them, for `sessions` sessions at most."""
+
+    def __init__(self, seconds: float = 5.0, most: int = 256, sessions: int = 64) -> None:
+        self.seconds, self.most, self.sessions = seconds, most, sessions
+        self.held: dict[str, tuple[float, list[protocol.SessionInput]]] = {}  # by session: since when, what
+
+    def hold(self, message: protocol.SessionInput, now: float) -> bool:
+        """Keep `message` for its session's open; False when there is no room for it."""
+        since, inputs = self.held.get(message.session, (now, []))
+        if len(inputs) >= self.most or (message.session not in self.held and len(self.held) >= self.sessions):
+            return False
+        inputs.append(message)
+        self.held[message.session] = (since, inputs)
+        return True
+
+    def taken(self, session: str) -> list[protocol.SessionInput]:
+        """The session's kept inputs, in the order they came; forgotten here."""
+        return self.held.pop(session, (0.0, []))[1]
+
+    def expired(self, now: float) -> list[str]:
+        """The sessions whose first kept input has waited `seconds` for an open; forgotten here."""
+        gone = [session for session, (since, _) in self.held.items() if now - since >= self.seconds]
+        for session in gone:
+            del self.held[session]
+        return gone
+
+
 class SerialThread:
     """One daemon thread that runs the calls given to it, the most urgent first (`Urgency`) and otherwise in
     the order given, and knows how long the current one has run.
@@ -296,6 +330,7 @@ class InferenceWorker:
         # A video engine's sessions' encoders, used on the engine thread only. A session opened here anew gets a
         # new one, so its first frame is a key frame (after a failover too).
         self.encoders: dict[str, VideoEncoder] = {}
+        self.inputs_before_open = InputsBeforeOpen()  # used on the engine thread only
         self.recall_numbers = itertools.count(1)
 
     @property
@@ -483,6 +518,8 @@ class InferenceWorker:
             self.input_arrived.clear()
             schedule.started(time.monotonic())
             await self.applied_report(connection)
+            if self.inputs_before_open.held:
+                await self.replies_send(connection, await self.on_engine_thread(self.inputs_never_opened))
             if not self.host.sessions:
                 continue
             frames, messages = await self.on_engine_thread(self.tick_encoded)
@@ -588,14 +625,13 @@ class InferenceWorker:
             return []
         try:
             running = session in self.host.sessions
-            if isinstance(message, (protocol.SessionInput, protocol.SessionRefresh)) and not running:
-                # Its open failed (or its step did): it stays closed here until the platform opens it again.
-                return [
-                    protocol.SessionError(
-                        session=session,
-                        error="this session is not running; open it again to restore it",
-                    )
-                ]
+            if isinstance(message, protocol.SessionInput) and not running:
+                # Its open may be behind it on the wire (InputsBeforeOpen); otherwise it stays closed here until
+                # the platform opens it again.
+                held = self.inputs_before_open.hold(message, time.monotonic())
+                return [] if held else [not_running(message.session)]
+            if isinstance(message, protocol.SessionRefresh) and not running:
+                return [not_running(message.session)]
             if isinstance(message, protocol.SessionOpen) and running:
                 return self.reopen_hosted(message)
             if isinstance(message, protocol.SessionOpen):
@@ -604,12 +640,13 @@ class InferenceWorker:
                 shown = self.frames_sent.get(message.session, 0)
                 if shown > (message.target_tick or 0):
                     message = msgspec.structs.replace(message, target_tick=shown)
-                return self.host.open(message)
+                return self.host.open(message) + self.inputs_held_apply(message.session)
             if isinstance(message, protocol.SessionInput):
                 return self.host.input_forwarded(message.session, message.sequence, message.input)
             if isinstance(message, protocol.SessionRefresh):
                 return self.host.refresh(message.session)
             if isinstance(message, protocol.SessionClose):
+                self.inputs_before_open.taken(message.session)
                 self.host.close(message.session)
                 self.language_thread.submit(self.narrator.forget, message.session)
                 return []
@@ -632,7 +669,20 @@ class InferenceWorker:
             replies += self.host.input(session, pending.sequence, pending.input)
         return replies + self.host.early_inputs_apply(session)
 
+    def inputs_held_apply(self, session: str) -> list[protocol.WorkerReply]:
+        """After a session opened here: the inputs that reached this worker before its open, in the platform's
+        order (the ones its pending inputs held already are skipped). None when the open failed: it said why."""
+        held = self.inputs_before_open.taken(session)
+        if session not in self.host.sessions:
+            return []
+        return [reply for each in held for reply in self.host.input_forwarded(session, each.sequence, each.input)]
+
+    def inputs_never_opened(self) -> list[protocol.WorkerReply]:
+        """For each session whose kept inputs waited past their time for an open: it is not running here."""
+        return [not_running(session) for session in self.inputs_before_open.expired(time.monotonic())]
+
     def close_all(self) -> None:
+        self.inputs_before_open.held.clear()  # the platform reopens the sessions with their logged inputs
         self.encoders.clear()
         for session in list(self.host.sessions):
             self.host.close(session)
@@ -694,6 +744,10 @@ class InferenceWorker:
     def threads_stop(self) -> None:
         self.engine_thread.stop()
         self.language_thread.stop()
+
+
+def not_running(session: str) -> protocol.SessionError:
+    return protocol.SessionError(session=session, error="this session is not running; open it again to restore it")
 
 
 def session_of(message: protocol.PlatformToWorker) -> str | None:

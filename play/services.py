@@ -95,13 +95,7 @@ def send_to_worker(channel_name: str, message: ToWorker, *, required: bool = Tru
 
     The channel layer carries the message encoded once, with what the worker's endpoint needs to know of it
     (which session it gives or takes away) beside it."""
-    kind = worker_protocol.type_of(message)
-    forward = {
-        "type": "worker.forward",
-        "kind": kind,
-        "session": message.session,
-        "text": worker_protocol.encode(message),
-    }
+    forward = worker_forward_event(message)
 
     def send() -> None:
         try:
