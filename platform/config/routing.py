@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from channels.auth import AuthMiddlewareStack
+from channels.auth import AuthMiddleware
 from channels.routing import ProtocolTypeRouter, URLRouter
 from channels.security.websocket import WebsocketDenier
+from channels.sessions import CookieMiddleware, InstanceSessionWrapper, SessionMiddleware
 from django.conf import settings
 from django.core.asgi import get_asgi_application
 from django.http.request import split_domain_port, validate_host
@@ -76,10 +77,26 @@ class SiteOriginValidator:
         return await WebsocketDenier()(scope, receive, send)
 
 
+class SocketSessionMiddleware(SessionMiddleware):
+    """The session from the cookie, as Channels' SessionMiddleware reads it, without the wrapper that middleware
+    puts around every message the application sends: it saves a changed session on an HTTP response alone, so
+    on a socket, where each player is sent every frame, it only costs its checks."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        wrapper = InstanceSessionWrapper(scope, send)
+        await wrapper.resolve_session()
+        return await self.inner(wrapper.scope, receive, send)
+
+
+def signed_in_socket(application: Any) -> Any:
+    """Channels' AuthMiddlewareStack, reading the session with SocketSessionMiddleware."""
+    return CookieMiddleware(SocketSessionMiddleware(AuthMiddleware(application)))
+
+
 websocket_urlpatterns = [
     # Workers run on remote machines and send no Origin: their token is their identity.
     path("ws/workers/", WorkerConsumer.as_asgi()),
-    path("ws/play/<uuid:session_id>/", SiteOriginValidator(AuthMiddlewareStack(PlayConsumer.as_asgi()))),
+    path("ws/play/<uuid:session_id>/", SiteOriginValidator(signed_in_socket(PlayConsumer.as_asgi()))),
     # Anything else, an upper-case or malformed session id included: closed before accept, so a 403.
     re_path(r"", WebsocketDenier.as_asgi()),
 ]
