@@ -252,11 +252,15 @@
         break;
       }
       case "narration": {
-        // Told again as the page opened: the story so far the page was served may hold it already, with the
-        // conversation since below it; it is shown over the picture then, not logged a second time.
-        const told = message.again && [...log.children].find((item) => item.textContent === message.text);
-        if (told) showSubtitle(told);
-        else say(message.text);
+        // Told again as the page opened (or the session reopened): the story so far the page was served holds
+        // it, or it is older than the lines that page shows. Either way it is shown over the picture and not
+        // logged below the newer lines, where it would read as just told. A page with no story so far logs it.
+        if (message.again && log.children.length) {
+          const told = [...log.children].find((item) => item.textContent === message.text);
+          showSubtitle(told || Object.assign(document.createElement("li"), { textContent: message.text }));
+        } else {
+          say(message.text);
+        }
         break;
       }
       case "choices":
