@@ -325,8 +325,10 @@ def measure(plan: Plan) -> dict[str, float]:
     }
 
 
-def sessions_ended(stack: Stack, session_ids: list[str], seconds: float = 30) -> None:
-    """End these sessions and wait until the workers report every slot free again (they stop drawing them)."""
+def sessions_ended(stack: Stack, session_ids: list[str], seconds: float = 90) -> None:
+    """End these sessions and wait until the workers report every slot free again (they stop drawing them).
+    After a round past what the machine serves, a close waits in the worker's channel behind the inputs still
+    queued there, and the slot shows free only at the worker's next heartbeat after it: the wait is long."""
     from play.models import PlaySession
     from play.services import session_end
 
