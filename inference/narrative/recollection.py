@@ -17,7 +17,11 @@ the way a reading-comprehension baseline finds it, extractively:
 - a sentence that tells the kind of fact the question asks for (inference.narrative.player_facts: "I'm
   allergic to honey" for "what should stay off my plate?") counts, however far apart their embeddings;
 - the candidates are the prompt's memories and more of the player's by relevance alone (`told` in
-  `session.recalled`), since what the player told may be forty turns old.
+  `session.recalled`), since what the player told may be forty turns old;
+- a winner that neither names the same thing of the player's as the question nor tells the kind of fact it
+  asks for is said only when it stands out from the other candidates: asked what the player never told, the
+  best of the rest is a name or a place that fits the question's form, and a character that says it states
+  a wrong memory as if it were one.
 
 The winner is said back in the second person ("Your brother is called Marco.") as the opening of the
 character's reply (inference.narrative.prompting), so even a tiny model states the fact.
@@ -258,6 +262,15 @@ class RecollectionConfig:
     # Such a question asks what the player is, keeps or cannot abide, which they tell in the present ("I keep
     # bees", "Hornets scare me"), not one thing that happened on the way ("I bought a scarf from a weaver").
     lasting_weight: float = 0.1
+    # A sentence that neither names the same thing of the player's as the question ("my brother") nor tells
+    # the kind of fact it asks for answers it only when it stands out from the rest of what was recalled: its
+    # cosine at least this many standard deviations above the mean of the other sentences'. Asked something
+    # the player never told, the best of the rest is often a name or a place that only happens to fit the
+    # question's form, no nearer than the others ("Where did I lose the compass?" -> "It's coming from the
+    # east now."); a fact that answers it is usually far ahead of them.
+    min_standing_out: float = 1.25
+    # Fewer other sentences than this say too little about how near the rest are: the sentence is not judged so.
+    min_sentences_for_standing_out: int = 4
 
 
 @dataclass(frozen=True)
@@ -502,7 +515,7 @@ def recollect(
     if SOMEONE_MENTIONED.search(asked) and not anchors and not ABOUT_THE_PLAYER.search(question_sentence(question)):
         return None  # "And her name?" with no one of the player's named before: whose name is not known
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
-    best: tuple[float, Recollection] | None = None
+    best: tuple[float, Recollection, float, bool] | None = None  # (score, answer, its cosine, vouched for)
     from_where = kind == PLACE and bool(ASKS_FOR_HOME.search(asked))
     facts_asked = kinds_asked(asked) if about_the_player else set()
     own_name = bool(OWN_NAME.search(asked)) or (NAME_FACT in facts_asked and not anchors)
@@ -555,5 +568,20 @@ def recollect(
         )
         if best is None or score > best[0]:
             statement = statement_of(sentence, answer, asked, kind)
-            best = (score, Recollection(sentence=sentence, answer=answer or sentence, statement=statement))
-    return best[1] if best else None
+            recollection = Recollection(sentence=sentence, answer=answer or sentence, statement=statement)
+            best = (score, recollection, cosine, anchored or own_name or fact)
+    if best is None:
+        return None
+    _, recollection, cosine, vouched_for = best
+    if not vouched_for and not stands_out(cosine, cosines, config):
+        return None
+    return recollection
+
+
+def stands_out(cosine: float, cosines: np.ndarray, config: RecollectionConfig) -> bool:
+    """Whether `cosine` is well above the other candidates' (`cosines`, (S,), holding it once)."""
+    others = np.delete(cosines, int(np.argmin(np.abs(cosines - cosine))))  # (S - 1,)
+    if len(others) < config.min_sentences_for_standing_out:
+        return True
+    spread = float(others.std())
+    return spread == 0.0 or (cosine - float(others.mean())) / spread >= config.min_standing_out

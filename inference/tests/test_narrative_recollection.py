@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,11 +10,13 @@ from hypothesis import strategies as st
 from inference.language.embedding import default_embedder
 from inference.narrative.memory import extract_memories, to_second_person
 from inference.narrative.recollection import (
+    RecollectionConfig,
     answer_kind,
     answer_span,
     asks_about_the_player,
     recollect,
     sentences_of,
+    stands_out,
     statement_of,
 )
 
@@ -384,3 +387,46 @@ def test_a_when_that_opens_a_clause_leaves_the_question_to_the_next_question_wor
 def test_the_fact_is_said_back_without_the_words_that_turned_to_the_listener(frame: str, fact: str) -> None:
     said = statement_of(f"{frame}{fact}", "", "why would I refuse?", "thing")
     assert said == to_second_person(fact)
+
+
+# What a player told over forty turns of the evaluation's filler, as recalled for "whats the name of my dog":
+# other people's animals and people called this or that, nothing of a dog of the player's.
+EVENING = [
+    "An old sheepdog called Shep sat by the gate all afternoon.",
+    "I saw a seal pup asleep on the shingle.",
+    "Somebody's terrier dug a hole right through the vegetable patch.",
+    "A lad named Piran sold me a bag of hot chestnuts.",
+    "A stray kitten tried to climb into my coat.",
+    "There's a ginger cat named Nutmeg who sleeps on the ticket office roof.",
+    "My dream is to ride a camel across the desert one day.",
+    "The gulls here are bolder than any I've ever seen.",
+    "An old mule named Bartholomew carries the post up the hill.",
+    "The landlady, Mrs Pritchard, keeps geese in her yard.",
+    "A goat called Mildred ate half a straw hat while I watched.",
+    "A drover called Caradoc was driving cattle down to market.",
+    "A fisherman called Oswin showed me how to mend a torn net.",
+    "A peddler called Ignatius tried to sell me a tin saucepan.",
+]
+
+
+def test_a_name_that_only_fits_the_questions_form_is_not_said_as_the_answer() -> None:
+    # "A lad named Piran" holds a name and the player's "me", and is no nearer the question than the rest.
+    assert recollected("whats the name of my dog", EVENING) is None
+
+
+def test_the_players_own_dog_is_found_in_the_same_evening() -> None:
+    assert recollected("whats the name of my dog", [*EVENING, "My dog is called Biscuit."]) == (
+        "Your dog is called Biscuit.",
+        "Biscuit",
+    )
+
+
+@given(others=st.lists(st.floats(-0.2, 0.6), min_size=4, max_size=30).filter(lambda values: np.std(values) > 0.01))
+def test_a_cosine_no_higher_than_the_rest_never_stands_out(others: list[float]) -> None:
+    cosines = np.array([*others, float(np.mean(others))])
+    assert not stands_out(float(np.mean(others)), cosines, RecollectionConfig())
+
+
+@given(others=st.lists(st.floats(-0.2, 0.6), min_size=0, max_size=3), cosine=st.floats(-0.2, 0.9))
+def test_too_few_other_sentences_leave_the_answer_unjudged(others: list[float], cosine: float) -> None:
+    assert stands_out(cosine, np.array([*others, cosine]), RecollectionConfig())
