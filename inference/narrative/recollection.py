@@ -21,7 +21,10 @@ the way a reading-comprehension baseline finds it, extractively:
 - a winner that neither names the same thing of the player's as the question nor tells the kind of fact it
   asks for is said only when it stands out from the other candidates: asked what the player never told, the
   best of the rest is a name or a place that fits the question's form, and a character that says it states
-  a wrong memory as if it were one.
+  a wrong memory as if it were one;
+- where no rule finds an answer, the player's own sentence nearest the question is said back whole when it
+  stands out far from the rest (a question put as a riddle, "why would the vicar send for me?", holds no
+  span a rule can type).
 
 The winner is said back in the second person ("Your brother is called Marco.") as the opening of the
 character's reply (inference.narrative.prompting), so even a tiny model states the fact.
@@ -269,6 +272,9 @@ class RecollectionConfig:
     # question's form, no nearer than the others ("Where did I lose the compass?" -> "It's coming from the
     # east now."); a fact that answers it is usually far ahead of them.
     min_standing_out: float = 1.25
+    # Where no rule finds the answer, the player's own sentence nearest the question is said back whole when it
+    # stands out this far.
+    min_standing_out_alone: float = 3.0
     # Fewer other sentences than this say too little about how near the rest are: the sentence is not judged so.
     min_sentences_for_standing_out: int = 4
 
@@ -570,18 +576,30 @@ def recollect(
             statement = statement_of(sentence, answer, asked, kind)
             recollection = Recollection(sentence=sentence, answer=answer or sentence, statement=statement)
             best = (score, recollection, cosine, anchored or own_name or fact)
-    if best is None:
+    if best is not None:
+        _, recollection, cosine, vouched_for = best
+        if vouched_for or stands_out(cosine, cosines, config.min_standing_out, config, unjudged=True):
+            return recollection
+    if near_only or not any(own):
         return None
-    _, recollection, cosine, vouched_for = best
-    if not vouched_for and not stands_out(cosine, cosines, config):
+    # No rule found the answer, yet one of the player's own sentences may be far nearer the question than
+    # anything else they said ("I tune church organs for a living" to "why would the vicar send for me?"):
+    # that one is said back whole.
+    nearest = max((index for index, mine in enumerate(own) if mine), key=lambda index: cosines[index])
+    if not stands_out(float(cosines[nearest]), cosines, config.min_standing_out_alone, config, unjudged=False):
         return None
-    return recollection
+    sentence = candidates[nearest]
+    statement = statement_of(sentence, "", asked, THING)
+    return Recollection(sentence=sentence, answer=sentence, statement=statement)
 
 
-def stands_out(cosine: float, cosines: np.ndarray, config: RecollectionConfig) -> bool:
-    """Whether `cosine` is well above the other candidates' (`cosines`, (S,), holding it once)."""
+def stands_out(
+    cosine: float, cosines: np.ndarray, deviations: float, config: RecollectionConfig, *, unjudged: bool
+) -> bool:
+    """Whether `cosine` is at least `deviations` standard deviations above the other candidates' mean
+    (`cosines`, (S,), holding it once); `unjudged` when too few others say how near the rest are."""
     others = np.delete(cosines, int(np.argmin(np.abs(cosines - cosine))))  # (S - 1,)
     if len(others) < config.min_sentences_for_standing_out:
-        return True
+        return unjudged
     spread = float(others.std())
-    return spread == 0.0 or (cosine - float(others.mean())) / spread >= config.min_standing_out
+    return spread == 0.0 or (cosine - float(others.mean())) / spread >= deviations

@@ -421,12 +421,22 @@ def test_the_players_own_dog_is_found_in_the_same_evening() -> None:
     )
 
 
+def test_the_players_own_sentence_far_nearest_a_question_no_rule_types_is_said_back_whole() -> None:
+    told = [*EVENING, "I was born on Christmas Day, so I only ever got one lot of presents."]
+    assert recollected("Why do I always feel a bit short-changed in December?", told) == (
+        "You were born on Christmas Day, so you only ever got one lot of presents.",
+        "I was born on Christmas Day, so I only ever got one lot of presents.",
+    )
+    assert recollected("Why do I always feel a bit short-changed in December?", EVENING) is None
+
+
 @given(others=st.lists(st.floats(-0.2, 0.6), min_size=4, max_size=30).filter(lambda values: np.std(values) > 0.01))
 def test_a_cosine_no_higher_than_the_rest_never_stands_out(others: list[float]) -> None:
     cosines = np.array([*others, float(np.mean(others))])
-    assert not stands_out(float(np.mean(others)), cosines, RecollectionConfig())
+    assert not stands_out(float(np.mean(others)), cosines, 0.5, RecollectionConfig(), unjudged=True)
 
 
 @given(others=st.lists(st.floats(-0.2, 0.6), min_size=0, max_size=3), cosine=st.floats(-0.2, 0.9))
 def test_too_few_other_sentences_leave_the_answer_unjudged(others: list[float], cosine: float) -> None:
-    assert stands_out(cosine, np.array([*others, cosine]), RecollectionConfig())
+    for unjudged in (True, False):
+        assert stands_out(cosine, np.array([*others, cosine]), 1.0, RecollectionConfig(), unjudged=unjudged) is unjudged
