@@ -181,6 +181,16 @@ TOLD_THEN_ASKED = re.compile(
     r"^(?P<told>(?:(?:and|also|oh|so|but)\s+)?(?:i|i'm|i've|i'd|my|me)\b.*\S),\s*[^,]*\?$", re.I
 )
 # "Hello there. Branwen.", "Hi! Sam here.": the name a greeting is followed by is the player's own.
+# The one the player talks to, called by name before what they tell: "Eve, I'm Rosalind." remembers "I'm
+# Rosalind.", which a character can say back ("Eve, you're Rosalind" cannot be).
+LEADING_VOCATIVE = re.compile(r"^[A-Z][a-z][\w'-]*\s*,\s*(?=(?:I|I'm|I've|I'd|I'll|my|My|we|We|our|Our)\b)")
+# Sentences made only of such words tell nothing ("By the way.", "Just so.", "And then there's this.").
+EMPTY_WORDS = {
+    "a", "an", "the", "and", "or", "but", "so", "by", "way", "of", "to", "in", "on", "at", "for", "with", "just",
+    "then", "there", "here", "this", "that", "it", "is", "was", "well", "now", "anyway", "also", "too", "oh", "ah",
+    "right", "all", "as", "if", "i", "you", "me", "really", "quite", "very", "indeed", "mean", "guess", "see", "know",
+    "s", "t", "there's", "that's", "it's", "i'm", "you're",
+}  # fmt: skip
 GREETING_ONLY = re.compile(
     r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day)|evening|morning)\b(?:\s+there)?\W*$", re.I
 )
@@ -221,7 +231,7 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
         if GREETING_ONLY.match(match.group().strip()):
             greeted = True  # "Hello there." alone: what follows may be the bare name
             continue
-        sentence = LEADING_GREETING.sub("", match.group().strip())
+        sentence = LEADING_VOCATIVE.sub("", LEADING_GREETING.sub("", match.group().strip()))
         # "If I went missing, where would you send word?" supposes; it tells nothing.
         if not SUPPOSING.match(sentence):
             # "I lost a glove by the stall, have you seen it?" tells something before it asks.
@@ -235,8 +245,10 @@ def extract_memories(player_message: str, turn: int) -> list[Memory]:
         words = sentence.split()
         # "I'm Tamsin." is short, and the one thing a character must not forget.
         too_short = len(words) < 3 and not tells_own_name(sentence)
+        empty = not set(re.findall(r"[a-z']+", sentence.lower())) - EMPTY_WORDS
         kept = not (
             too_short
+            or empty
             or sentence.endswith("?")
             or QUESTION_START.match(sentence)
             or SMALL_TALK.match(sentence)

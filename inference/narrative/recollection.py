@@ -154,7 +154,7 @@ LEADING_INTERJECTION = re.compile(
 )
 OWN_NAME = re.compile(
     r"\bmy\s+(?:own\s+)?name\b|\bwho (?:am i|i am)(?=\s*(?:[?.!,]|$|then\b|again\b|to you\b|really\b))|"
-    r"\bwhat (?:am i|i'm|i am) called\b|\bcall me\b|"
+    r"\bwhat (?:am i|i'm|i am) called\b|\bcall me\b|\bwhat\b.*\bi (?:was|am|'m) (?:called|named)\b|"
     r"\bwho (?:you're|you are|you've been|you have been) (?:talking|speaking|chatting) (?:to|with)\b|"
     r"\b(?:remember|know|recognise|recognize) me\b",
     re.I,
@@ -192,6 +192,14 @@ ADDRESSING_FRAME = re.compile(
 # A question that asks for a fact by what it would mean: "If you cook for me, what should stay off my plate?"
 PUT_AS_SUPPOSITION = re.compile(
     r"\b(?:if|would|wouldn't|should|shouldn't|could|might|will|won't|must|mustn't|better|gonna)\b|'d\b|'ll\b", re.I
+)
+# "Tell me about the fishing boats", "show me the lamp": the player asks for something, and is not what is asked.
+# Only a request the line opens with: "…and you write to tell me so, which town goes on the envelope?" asks
+# about the player.
+REQUEST_FRAME = re.compile(
+    r"^\W*(?:(?:so|and|now|please|go on|then|oh|well|can you|could you|would you|will you)\W+)*"
+    r"(?:tell|show|give|teach|let|help|take|bring|lend)\s+me\b",
+    re.I,
 )
 # The player hedging a question about the world ("mostly fish, I'd guess?") says nothing of themselves.
 HEDGE = re.compile(
@@ -361,7 +369,7 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
     if ASKS_OF_THE_WORLD.search(asked) and not OWN_THINGS.search(asked):
         return False
     return (
-        bool(ABOUT_THE_PLAYER.search(HEDGE.sub("", question_sentence(question))))
+        bool(ABOUT_THE_PLAYER.search(REQUEST_FRAME.sub("", HEDGE.sub("", question_sentence(question)))))
         or bool(OWN_NAME.search(question))
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )

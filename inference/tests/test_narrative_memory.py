@@ -181,4 +181,21 @@ def test_what_the_player_tells_before_asking_after_it_is_kept(question: str) -> 
 def test_a_supposition_or_a_request_to_be_walked_through_is_not_remembered(opening: str, rest: str) -> None:
     assert extract_memories(f"{opening} {rest}", 1) == []
     assert extract_memories("Walk me through the night watch.", 1) == []
-    assert [memory.text for memory in extract_memories("Say, I grew up in Tarsk.", 1)] == ["Say, I grew up in Tarsk."]
+    assert [memory.text for memory in extract_memories("Say, I grew up in Tarsk.", 1)] == ["I grew up in Tarsk."]
+
+
+@given(
+    greeting=st.sampled_from(["", "Hello ", "Hi there ", "Good evening, "]),
+    name=st.sampled_from(["Eve", "Odo", "Marisol"]),
+    told=st.sampled_from(["I'm Rosalind, and I keep bees on my allotment.", "My dog Pickle is waiting at home."]),
+)
+def test_the_one_the_player_calls_by_name_before_telling_is_not_part_of_what_is_remembered(
+    greeting: str, name: str, told: str
+) -> None:
+    assert [memory.text for memory in extract_memories(f"{greeting}{name}, {told}", 1)] == [told]
+
+
+@given(st.sampled_from(["By the way.", "And then there's this.", "Well, anyway.", "Just so you know."]))
+def test_a_sentence_of_words_that_tell_nothing_is_not_kept(said: str) -> None:
+    assert extract_memories(f"{said} I sleep badly in storms.", 1)[0].text == "I sleep badly in storms."
+    assert len(extract_memories(f"{said} I sleep badly in storms.", 1)) == 1

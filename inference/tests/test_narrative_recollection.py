@@ -440,3 +440,34 @@ def test_a_cosine_no_higher_than_the_rest_never_stands_out(others: list[float]) 
 def test_too_few_other_sentences_leave_the_answer_unjudged(others: list[float], cosine: float) -> None:
     for unjudged in (True, False):
         assert stands_out(cosine, np.array([*others, cosine]), 1.0, RecollectionConfig(), unjudged=unjudged) is unjudged
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Tell me about the fishing boats that come home in the dark.",
+        "Can you tell me about the storm?",
+        "So show me the lamp room?",
+    ],
+)
+def test_a_request_for_something_of_the_world_is_no_question_about_the_player(question: str) -> None:
+    assert not asks_about_the_player(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Tell me about my brother, what was he called?",
+        "When you write to tell me the lamp is lit, which town goes on the envelope?",
+    ],
+)
+def test_a_question_about_the_player_after_tell_me_is_still_one(question: str) -> None:
+    assert asks_about_the_player(question)
+
+
+def test_what_i_told_you_i_was_called_asks_for_the_players_own_name() -> None:
+    memories = ["I'm Rosalind, and I keep bees on my allotment.", "I met a sailor named Bram."]
+    assert recollected("By the way, what did I tell you I was called?", memories) == (
+        "Your name is Rosalind.",
+        "Rosalind",
+    )
