@@ -228,7 +228,7 @@ class Conversation:
                 "text": text,
                 "sequence": self.sequence,
                 "speaker": None,
-                "history": list(self.history),
+                "history": self.history[-CONVERSATION_MESSAGES_KEPT:],  # what a session keeps
                 "beat": None,
                 "flags": [],
                 "revealed_clues": [],

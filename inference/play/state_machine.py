@@ -37,8 +37,10 @@ from inference.protocol import (
 from inference.world.events import narration
 from inference.world.state import action_from_keys
 
-# Turns of talk with each character a session keeps for the prompt; older turns live on as memories.
-CONVERSATION_MESSAGES_KEPT = 12
+# Messages of talk with each character a session keeps: the prompt takes the last few turns of them, and a
+# reply is checked against all of them so that a character does not say a line of its own again ten turns
+# later; older turns live on as memories.
+CONVERSATION_MESSAGES_KEPT = 40
 
 
 @dataclass(frozen=True)

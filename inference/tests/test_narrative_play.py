@@ -538,3 +538,50 @@ def test_a_creators_line_said_among_other_sentences_of_a_reply_is_not_said_again
         query = embedder.embed([line])[0]  # (D,): the player's words nearest this very line
         chosen = narrator.creator_line(member, query, [], [f"The tide is late tonight. {line}"], "Wren")
         assert chosen != line
+
+
+# What the model answers, a different line each turn; the player asks about each line's first three words.
+LINES = [
+    "The lamp has been dark since the storm took the fleet.",
+    "Tide water slaps the pilings below.",
+    "Gulls circle the gallery at dawn.",
+    "Salt crusts every window up here.",
+    "Ropes creak whenever boats drift.",
+    "Cold fog rolls over those black rocks.",
+    "Brass fittings need polishing weekly.",
+    "Wind howls hardest before midnight.",
+    "Old charts hang beside my desk.",
+    "Barrels of oil stand near steps.",
+    "Seals bark past breakwater walls.",
+    "Kettle steam fogs small panes.",
+    "Sailors once sang shanties here.",
+]
+TURNS = [(" ".join(line.lower().split()[:3]), line + " ") for line in LINES]
+
+
+class Answering:
+    """A model that answers each turn of `TURNS` with its line, and says `again` when asked anything else."""
+
+    def __init__(self, again: str) -> None:
+        self.again = again
+
+    def stream(self, messages: list[Any], settings: Any) -> Any:
+        said = next(message["content"] for message in reversed(messages) if message["role"] == "user")
+        return iter([next((line for asked, line in TURNS if asked in said), self.again)])
+
+
+def test_a_character_does_not_say_its_own_line_again_a_dozen_turns_later() -> None:
+    model = Answering(TURNS[0][1])
+    session_host = host()
+    session_host.open(session_open())
+    narrator = Narrator(HashedWordsEmbedder(), lambda: model)
+    link = RecordingLink()
+    for sequence, said in enumerate([asked for asked, _ in TURNS] + [TURNS[0][0] + " again"], start=1):
+        session_host.input("s", sequence, {"type": "speech", "character": "Eve", "text": said})
+        for job in session_host.take_jobs():
+            narrator.run(job, link)
+            _, character, said_to, reply = link.recorded[-1]
+            session_host.conversation_record("s", character, said_to, reply)
+    replies = [reply for *_, reply in link.recorded]
+    assert replies[:-1] == LINES
+    assert replies[-1] != replies[0]
