@@ -201,6 +201,13 @@ REQUEST_FRAME = re.compile(
     r"(?:tell|show|give|teach|let|help|take|bring|lend)\s+me\b",
     re.I,
 )
+# What the player perceives names what the question is about, not the player: "What is that ticking sound I
+# hear?", "Who is the guardian I've heard about?" ("which bird did I say I saw?" still asks what they said).
+PERCEIVED = re.compile(
+    r"\b(?:that |which |who )?i(?:'ve| have| can| could)?\s+(?:hear|heard|see|saw|seen|notice|noticed|smell|smelt|"
+    r"smelled|spot|spotted)\b",
+    re.I,
+)
 # The player hedging a question about the world ("mostly fish, I'd guess?") says nothing of themselves.
 HEDGE = re.compile(
     r"\b(?:i'd (?:guess|say|imagine|think)|i (?:guess|think|suppose|reckon|bet|imagine|expect|wonder)|i'm (?:guessing|"
@@ -363,13 +370,23 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
     asked = question_asked(question)
     # "What should I call you?" asks for advice; "what could I pull out of my pocket?" and "why might I be the
     # one to mend it?" ask what the player has or is.
-    advice = ASKS_FOR_ADVICE.search(asked) and not OWN_THINGS.search(asked) and not OWN_ROLE.search(asked)
+    # Only the clause that asks: "My hands are numb; may I warm them by your stove?" asks leave.
+    asking_clause = re.split(r"[;,:]", asked)[-1] if ASKS_FOR_ADVICE.search(asked) else asked
+    advice = (
+        ASKS_FOR_ADVICE.search(asking_clause)
+        and not OWN_THINGS.search(asking_clause)
+        and not OWN_ROLE.search(asking_clause)
+    )
     if not reads_as_question(question.strip(), asked) or advice:
         return False
     if ASKS_OF_THE_WORLD.search(asked) and not OWN_THINGS.search(asked):
         return False
     return (
-        bool(ABOUT_THE_PLAYER.search(REQUEST_FRAME.sub("", HEDGE.sub("", question_sentence(question)))))
+        bool(
+            ABOUT_THE_PLAYER.search(
+                PERCEIVED.sub("", REQUEST_FRAME.sub("", HEDGE.sub("", question_sentence(question))))
+            )
+        )
         or bool(OWN_NAME.search(question))
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )

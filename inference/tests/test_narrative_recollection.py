@@ -448,9 +448,12 @@ def test_too_few_other_sentences_leave_the_answer_unjudged(others: list[float], 
         "Tell me about the fishing boats that come home in the dark.",
         "Can you tell me about the storm?",
         "So show me the lamp room?",
+        "What is that ticking sound I hear up near the lantern room?",
+        "Who is the guardian of the causeway I've heard about?",
+        "My hands are numb from the cold; may I warm them by your stove?",
     ],
 )
-def test_a_request_for_something_of_the_world_is_no_question_about_the_player(question: str) -> None:
+def test_a_request_or_a_question_about_what_the_player_perceives_is_no_question_about_the_player(question: str) -> None:
     assert not asks_about_the_player(question)
 
 
@@ -459,6 +462,8 @@ def test_a_request_for_something_of_the_world_is_no_question_about_the_player(qu
     [
         "Tell me about my brother, what was he called?",
         "When you write to tell me the lamp is lit, which town goes on the envelope?",
+        "Which bird did I say I saw on the way here?",
+        "What could I pull out of my pocket?",
     ],
 )
 def test_a_question_about_the_player_after_tell_me_is_still_one(question: str) -> None:
