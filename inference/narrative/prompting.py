@@ -129,6 +129,7 @@ def character_prompt(
     clues: Sequence[str] = (),
     grounding: Fact | None = None,
     recollection: Recollection | None = None,
+    introduced: str = "",
     greeting: str = "",
     player_name: str = "the player",
     config: PromptConfig | None = None,
@@ -138,7 +139,8 @@ def character_prompt(
     `lore` holds the texts of the lorebook entries already activated for this conversation, in prompt order;
     `memories` the texts retrieval chose; `clues` the texts of clues whose conditions hold; `recollection`
     the player's own words that answer a question about them (from `recollect`), else `grounding`, a clue to
-    state (from `grounding_fact`), if any.
+    state (from `grounding_fact`), if any; `introduced` the name the player just gave themselves, which the
+    reply opens by welcoming, since a small model answers an introduction with one of its own.
     """
     config = config or PromptConfig()
     name = character.name
@@ -186,6 +188,8 @@ def character_prompt(
     messages.append({"role": "user", "content": player_message})
     if recollection is not None:
         prefix = recollection.statement
+    elif introduced:
+        prefix = f"Welcome, {introduced}."
     else:
         prefix = reply_prefix_for(grounding) if grounding is not None else ""
     if prefix:

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.language.embedding import Embedder
-from inference.narrative.memory import PRONOUN_START, to_second_person
+from inference.narrative.memory import PRONOUN_START, extract_memories, to_second_person
 from inference.narrative.player_facts import NAME as NAME_FACT
-from inference.narrative.player_facts import kinds_asked, kinds_told
+from inference.narrative.player_facts import kinds_asked, kinds_told, tells_own_name
 
 NAME, PERSON, PLACE, NUMBER, THING = "name", "person", "place", "number", "thing"
 
@@ -628,3 +628,14 @@ def stands_out(
         return unjudged
     spread = float(others.std())
     return spread == 0.0 or (cosine - float(others.mean())) / spread >= deviations
+
+
+def introduced_name(line: str) -> str:
+    """The name the player gives themselves in `line` when the line tells it and asks nothing ("Good evening,
+    Eve! My name is Tobiah, and I'm a clockmaker." -> "Tobiah"); "" otherwise."""
+    if is_question(line):
+        return ""
+    for memory in extract_memories(line, turn=0):
+        if tells_own_name(memory.text) and (name := answer_span(memory.text, NAME)):
+            return name
+    return ""

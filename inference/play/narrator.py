@@ -40,7 +40,7 @@ from inference.narrative.prompting import (
     grounding_fact,
     stream_reply,
 )
-from inference.narrative.recollection import asks_about_the_player, recollect
+from inference.narrative.recollection import asks_about_the_player, introduced_name, recollect
 from inference.narrative.reply_checks import (
     ReplyContext,
     creator_lines,
@@ -209,8 +209,9 @@ class Narrator:
         previous = next((message["content"] for message in reversed(history) if message["role"] == "user"), "")
         recollection = recollect(said, query, memories + told, self.embedder, previous=previous)
         known = self.known(member, setting, clues, lore, player_name)
+        introduced = introduced_name(said) if recollection is None else ""
         grounding = None
-        if recollection is None and not asks_about_the_player(said, previous):
+        if recollection is None and not introduced and not asks_about_the_player(said, previous):
             # Two sentences the character knows that fit the question alike are usually both true of it, unlike
             # two memories, so the best one grounds the reply however close the runner-up.
             knowledge = dataclasses.replace(self.config.prompting, grounding_margin=0.0)
@@ -227,6 +228,7 @@ class Narrator:
             memories=memories,
             clues=clues,
             recollection=recollection,
+            introduced=introduced,
             grounding=grounding,
             greeting=member.greeting,
             player_name=player_name,

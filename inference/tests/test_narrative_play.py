@@ -477,6 +477,21 @@ def test_a_remembered_fact_is_stated_again_when_asked_again() -> None:
     assert replies == ["Your brother is called Marco."] * 2
 
 
+@hypothesis.given(
+    name=st.sampled_from(["Tobiah", "Rosalind", "Ansel"]),
+    told=st.sampled_from(["Good evening, Eve! My name is {}, and I mend clocks.", "Hello there. {}. I mend clocks."]),
+)
+@hypothesis.settings(max_examples=6, deadline=None)
+def test_a_player_who_says_who_they_are_is_welcomed_by_that_name(name: str, told: str) -> None:
+    model = Repeating("I keep the harbour ledger. ")  # what a small model answers an introduction with
+    session_host = host()
+    session_host.open(session_open())
+    link = RecordingLink()
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": told.format(name)})
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    assert link.recorded[-1][3].startswith(f"Welcome, {name}.")
+
+
 def test_the_grounded_answer_said_again_by_the_model_is_not_shown_twice() -> None:
     model = Repeating("Your brother is called Marco. ")  # the model copies the answer it was seeded with
     session_host = host()
