@@ -59,7 +59,7 @@ from inference.narrative.memory import (
     consolidation_due,
     retrieve,
 )
-from inference.narrative.recollection import recollect, sentences_of
+from inference.narrative.recollection import Recollection, recollect, sentences_of
 from inference.narrative.setting import Setting
 from inference.narrative.world_prompts import WorldPromptClassifier
 from inference.play.host import Job
@@ -329,19 +329,76 @@ def false_recollection_figures(narrator: Narrator, directory: Path, cases_count:
     scored = Scored()
     for offset, case in enumerate(cases):
         other = cases[(offset + len(cases) // 2) % len(cases)]
-        talk = Conversation(narrator, "dark-lighthouse", "traveller", "Eve")
-        talk.tell(other["fact"])
-        for turn in range(FILLER_TURNS):
-            talk.tell(data["filler"][(offset * 7 + turn) % len(data["filler"])])
-        query = narrator.embedder.embed([case["question"]])[0]  # (D,)
-        recalled = talk.link.recall(
-            session="evaluation", character=None, speaker=None, query=query.astype("<f4").tobytes(), recent=[]
-        )
-        found = recollect(case["question"], query, [*recalled.memories, *recalled.told], narrator.embedder)
+        found = told_then_recollected(narrator, data, offset, other["fact"], case["question"])
         false = found is not None and found.sentence not in sentences_of([other["fact"]])
         stated = found.statement if found is not None else "(no recollection)"
         scored.add(not false, f"told {other['fact']!r}; asked {case['question']!r} -> {stated}")
     return scored
+
+
+def told_then_recollected(
+    narrator: Narrator, data: dict[str, Any], offset: int, fact: str, question: str
+) -> Recollection | None:
+    """What the recollection states for `question` after `fact` and forty lines of the case's filler."""
+    talk = Conversation(narrator, "dark-lighthouse", "traveller", "Eve")
+    talk.tell(fact)
+    for turn in range(FILLER_TURNS):
+        talk.tell(data["filler"][(offset * 7 + turn) % len(data["filler"])])
+    return recollected(talk.link, narrator.embedder, question)
+
+
+def recollected(link: RememberingLink, embedder: Embedder, question: str, previous: str = "") -> Recollection | None:
+    query = embedder.embed([question])[0]  # (D,)
+    recalled = link.recall(
+        session="evaluation", character=None, speaker=None, query=query.astype("<f4").tobytes(), recent=[]
+    )
+    return recollect(question, query, [*recalled.memories, *recalled.told], embedder, previous=previous)
+
+
+def recollection_figures(suffix: str) -> dict[str, float]:
+    """The recollection alone, with no language model (half a minute a part), for tuning it: the share of
+    memory cases and of the conversations' memory questions whose stated recollection holds every expected
+    word, and the share of each that states a wrong one (for a case: with another case's fact told instead)."""
+    embedder = RememberedEmbedder(default_embedder())
+    narrator = Narrator(embedder, None)  # remembering needs no model
+    directory = PARTS[suffix]
+    data = load(directory, "memory.json")
+    cases = data["cases"]
+    answered = wrong = 0
+    for offset, case in enumerate(cases):
+        found = told_then_recollected(narrator, data, offset, case["fact"], case["question"])
+        answered += found is not None and contains_all(found.statement, case["answer_words"])
+        other = cases[(offset + len(cases) // 2) % len(cases)]
+        found = told_then_recollected(narrator, data, offset, other["fact"], case["question"])
+        wrong += found is not None and found.sentence not in sentences_of([other["fact"]])
+    asked = talk_answered = talk_wrong = 0
+    for talk in load(directory, "conversations.json")["conversations"]:
+        link = RememberingLink(embedder, demo_document(talk["world"]), talk["character"])
+        previous = ""
+        for turn in talk["turns"]:
+            if turn["expect_words"]:
+                found = recollected(link, embedder, turn["say"], previous)
+                right = found is not None and contains_all(found.statement, turn["expect_words"])
+                asked, talk_answered, talk_wrong = (
+                    asked + 1,
+                    talk_answered + right,
+                    talk_wrong + (found is not None and not right),
+                )
+            link.turn_remember(narrator.told_memories(turn["say"]))
+            previous = turn["say"]
+    return {
+        f"recollection_cases_answered{suffix}": answered / max(len(cases), 1),
+        f"recollection_cases_wrong_when_untold{suffix}": wrong / max(len(cases), 1),
+        f"recollection_conversations_answered{suffix}": talk_answered / max(asked, 1),
+        f"recollection_conversations_wrong{suffix}": talk_wrong / max(asked, 1),
+    }
+
+
+if __name__ == "__main__":
+    # python -m bench.narrative_quality: the recollection alone on the tuning part (tune on this one only).
+    django_ready()
+    for key, value in recollection_figures("_tuning").items():
+        print(f"{key:48s} {value:.3f}")
 
 
 def hook_figures(embedder: Embedder, model: LanguageModel, directory: Path) -> tuple[Scored, Scored]:
