@@ -246,8 +246,9 @@ def live_session_now(*, world: Any) -> PlaySession | None:
     )
 
 
-# Lines of the log a page shows when it opens: enough to pick the story and its conversations up where they stood.
-LOG_LINES_SHOWN = 20
+# Lines of the log a page shows when it opens: enough to pick the story and its conversations up where they stood,
+# a conversation of twenty turns with its introduction included (the log scrolls).
+LOG_LINES_SHOWN = 60
 
 
 def story_so_far(*, session: PlaySession, viewer: User) -> list[str]:
