@@ -15,6 +15,7 @@ from accounts.models import User
 from accounts.tests.factories import UserFactory
 from gallery.models import Listing
 from play.models import NarrationLine, PlaySession, SessionEvent
+from play.selectors import LOG_LINES_SHOWN
 from play.tests.factories import PlaySessionFactory, WorldVersionFactory
 from shell.demo import demo_worlds_ensure
 from tests.fixtures import ROOT, LivePlatform, wait_until
@@ -115,12 +116,13 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     expect(page.locator(".player-log li", has_text="Eve tells you about the storm")).to_have_count(1)
     # Nor when the scene is older than the lines a page is served: it is not logged below the newer ones.
     NarrationLine.objects.bulk_create(
-        NarrationLine(session=session, text=f"The gulls wheel overhead ({number}).") for number in range(1, 21)
+        NarrationLine(session=session, text=f"The gulls wheel overhead ({number}).")
+        for number in range(1, LOG_LINES_SHOWN + 1)
     )
     page.reload()
     expect(page.locator(".player-state")).to_have_text("Choose what happens next", timeout=30_000)
     wait_until(lambda: frame_number(page) > 0)
-    expect(page.locator(".player-log li").last).to_have_text("The gulls wheel overhead (20).")
+    expect(page.locator(".player-log li").last).to_have_text(f"The gulls wheel overhead ({LOG_LINES_SHOWN}).")
     expect(page.locator(".player-log li", has_text="Eve tells you about the storm")).to_have_count(0)
 
 
