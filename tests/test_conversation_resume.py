@@ -47,7 +47,8 @@ def test_a_player_who_leaves_eve_and_comes_back_is_answered_and_the_worker_stays
         return reply
 
     asyncio.run(play(quickly_parking_platform, session, cookie, speak_and_leave))
-    wait_until(lambda: PlaySession.objects.get(pk=session.pk).status == SessionStatus.PARKED, timeout_seconds=30)
+    # Parking has taken a loaded CI machine over 30 s; a session that never parks still fails here.
+    wait_until(lambda: PlaySession.objects.get(pk=session.pk).status == SessionStatus.PARKED, timeout_seconds=60)
     spoken = SessionEvent.objects.get(session=session, kind="speech")
     assert spoken.applied_tick is not None
     assert spoken.applied_effects["events"] == [{"kind": "approach", "name": "Eve"}]
