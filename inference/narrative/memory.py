@@ -180,7 +180,6 @@ TAG_QUESTION = re.compile(
 TOLD_THEN_ASKED = re.compile(
     r"^(?P<told>(?:(?:and|also|oh|so|but)\s+)?(?:i|i'm|i've|i'd|my|me)\b.*\S),\s*[^,]*\?$", re.I
 )
-# "Hello there. Branwen.", "Hi! Sam here.": the name a greeting is followed by is the player's own.
 # The one the player talks to, called by name before what they tell: "Eve, I'm Rosalind." remembers "I'm
 # Rosalind.", which a character can say back ("Eve, you're Rosalind" cannot be).
 LEADING_VOCATIVE = re.compile(r"^[A-Z][a-z][\w'-]*\s*,\s*(?=(?:I|I'm|I've|I'd|I'll|my|My|we|We|our|Our)\b)")
@@ -191,6 +190,7 @@ EMPTY_WORDS = {
     "right", "all", "as", "if", "i", "you", "me", "really", "quite", "very", "indeed", "mean", "guess", "see", "know",
     "s", "t", "there's", "that's", "it's", "i'm", "you're",
 }  # fmt: skip
+# "Hello there. Branwen.", "Hi! Sam here.": the name a greeting is followed by is the player's own.
 GREETING_ONLY = re.compile(
     r"^(?:hi|hello|hey|hiya|greetings|good (?:morning|evening|afternoon|day)|evening|morning)\b(?:\s+there)?\W*$", re.I
 )

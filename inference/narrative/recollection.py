@@ -546,7 +546,7 @@ def recollect(
     if SOMEONE_MENTIONED.search(asked) and not anchors and not ABOUT_THE_PLAYER.search(question_sentence(question)):
         return None  # "And her name?" with no one of the player's named before: whose name is not known
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
-    best: tuple[float, Recollection, float, bool] | None = None  # (score, answer, its cosine, vouched for)
+    best: tuple[float, Recollection, int, bool] | None = None  # (score, answer, its candidate, vouched for)
     from_where = kind == PLACE and bool(ASKS_FOR_HOME.search(asked))
     facts_asked = kinds_asked(asked) if about_the_player else set()
     own_name = bool(OWN_NAME.search(asked)) or (NAME_FACT in facts_asked and not anchors)
@@ -561,8 +561,8 @@ def recollect(
     lasting_own = np.array([mine and lasting(sentence) for sentence, mine in zip(candidates, own, strict=True)])
     nearness = cosines + config.lasting_weight * lasting_own
     nearest_own = max((near for near, mine in zip(nearness.tolist(), own, strict=True) if mine), default=1.0)
-    for sentence, cosine, near, own_words, lasting_fact in zip(
-        candidates, cosines.tolist(), nearness.tolist(), own, lasting_own.tolist(), strict=True
+    for index, (sentence, cosine, near, own_words, lasting_fact) in enumerate(
+        zip(candidates, cosines.tolist(), nearness.tolist(), own, lasting_own.tolist(), strict=True)
     ):
         answer = answer_span(sentence, kind, from_where)
         if not answer and kind != THING:
@@ -600,10 +600,10 @@ def recollect(
         if best is None or score > best[0]:
             statement = statement_of(sentence, answer, asked, kind)
             recollection = Recollection(sentence=sentence, answer=answer or sentence, statement=statement)
-            best = (score, recollection, cosine, anchored or own_name or fact)
+            best = (score, recollection, index, anchored or own_name or fact)
     if best is not None:
-        _, recollection, cosine, vouched_for = best
-        if vouched_for or stands_out(cosine, cosines, config.min_standing_out, config, unjudged=True):
+        _, recollection, chosen, vouched_for = best
+        if vouched_for or stands_out(chosen, cosines, config.min_standing_out, config, unjudged=True):
             return recollection
     if near_only or not any(own):
         return None
@@ -611,7 +611,7 @@ def recollect(
     # anything else they said ("I tune church organs for a living" to "why would the vicar send for me?"):
     # that one is said back whole.
     nearest = max((index for index, mine in enumerate(own) if mine), key=lambda index: cosines[index])
-    if not stands_out(float(cosines[nearest]), cosines, config.min_standing_out_alone, config, unjudged=False):
+    if not stands_out(nearest, cosines, config.min_standing_out_alone, config, unjudged=False):
         return None
     sentence = candidates[nearest]
     statement = statement_of(sentence, "", asked, THING)
@@ -619,11 +619,12 @@ def recollect(
 
 
 def stands_out(
-    cosine: float, cosines: np.ndarray, deviations: float, config: RecollectionConfig, *, unjudged: bool
+    candidate: int, cosines: np.ndarray, deviations: float, config: RecollectionConfig, *, unjudged: bool
 ) -> bool:
-    """Whether `cosine` is at least `deviations` standard deviations above the other candidates' mean
-    (`cosines`, (S,), holding it once); `unjudged` when too few others say how near the rest are."""
-    others = np.delete(cosines, int(np.argmin(np.abs(cosines - cosine))))  # (S - 1,)
+    """Whether the `candidate`'s cosine is at least `deviations` standard deviations above the other
+    candidates' mean (`cosines`, (S,)); `unjudged` when too few others say how near the rest are."""
+    cosine = float(cosines[candidate])
+    others = np.delete(cosines, candidate)  # (S - 1,)
     if len(others) < config.min_sentences_for_standing_out:
         return unjudged
     spread = float(others.std())

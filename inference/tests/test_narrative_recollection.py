@@ -433,13 +433,16 @@ def test_the_players_own_sentence_far_nearest_a_question_no_rule_types_is_said_b
 @given(others=st.lists(st.floats(-0.2, 0.6), min_size=4, max_size=30).filter(lambda values: np.std(values) > 0.01))
 def test_a_cosine_no_higher_than_the_rest_never_stands_out(others: list[float]) -> None:
     cosines = np.array([*others, float(np.mean(others))])
-    assert not stands_out(float(np.mean(others)), cosines, 0.5, RecollectionConfig(), unjudged=True)
+    assert not stands_out(len(others), cosines, 0.5, RecollectionConfig(), unjudged=True)
 
 
 @given(others=st.lists(st.floats(-0.2, 0.6), min_size=0, max_size=3), cosine=st.floats(-0.2, 0.9))
 def test_too_few_other_sentences_leave_the_answer_unjudged(others: list[float], cosine: float) -> None:
     for unjudged in (True, False):
-        assert stands_out(cosine, np.array([*others, cosine]), 1.0, RecollectionConfig(), unjudged=unjudged) is unjudged
+        assert (
+            stands_out(len(others), np.array([*others, cosine]), 1.0, RecollectionConfig(), unjudged=unjudged)
+            is unjudged
+        )
 
 
 @pytest.mark.parametrize(
