@@ -33,7 +33,8 @@ FOODS = (
 
 TELLS: dict[str, re.Pattern[str]] = {
     NAME: re.compile(
-        r"\b(?i:my name is|my name's|calls? me|known as)\b|^(?i:name's|name is)\b|"
+        r"\b(?i:my (?:(?:actual|real|proper|full|first|middle|own) )?name(?: is|'s)|calls? me|known as)\b|"
+        r"^(?i:name's|name is)\b|"
         r"\b(?i:i'm|i am)\s+[A-Z][a-z]+\b|^[A-Z][\w'-]*(?:'s| is) (?:the|my) name\b"
     ),
     HOME: re.compile(

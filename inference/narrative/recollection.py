@@ -159,6 +159,20 @@ OWN_NAME = re.compile(
     r"\b(?:remember|know|recognise|recognize) me\b",
     re.I,
 )
+# Asked for the name the character will give, call or write for the player ("what name will you give them?",
+# "your visitor's name"): the player's own name unless the question names something of theirs that the name may
+# be of ("if somebody spotted my boat, what name would they call out?") and not the player too ("if my friends
+# come looking for me, which name should they ask for?"). "Whose name" asks for a person's, so a thing of the
+# player's in the question is where it is written ("whose name goes on my lantern?").
+WHOSE_NAME = re.compile(r"\bwhose\s+(?:name|company)\b", re.I)
+NAME_GIVEN = re.compile(
+    r"\bvisitor'?s\s+name\b|\bwho\s+(?:will|would|should)\s+you\s+say\b|"
+    r"\b(?:what|which)\s+name\s+(?:will|would|should|shall|must|might|do|are|is|goes|gets)\b"
+    r"(?!\s+(?:my|our|his|her|their|its|the|that|this)\b)|"
+    r"\bwhat\s+(?:will|would|are)\s+you\s+(?:gonna\s+|going\s+to\s+)?(?:call|shout)\b(?!\s+(?:my|our|his|her|the)\b)",
+    re.I,
+)
+THE_PLAYER_AS_OBJECT = re.compile(r"\bme\b", re.I)
 # The question words, as typed: "who'll" and "wat" ask as "who" and "what" do.
 QUESTION_WORDS = {
     "what": "what", "what's": "what", "whats": "what", "wat": "what", "who": "who", "who's": "who", "who'll": "who",
@@ -388,7 +402,16 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
             )
         )
         or bool(OWN_NAME.search(question))
+        or asks_own_name(asked)
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
+    )
+
+
+def asks_own_name(question: str) -> bool:
+    """Whether the question asks for the player's own name, directly ("what's my name?", "who am I?") or as the
+    name the character will give them by ("what name will you put in your log?")."""
+    return bool(OWN_NAME.search(question) or WHOSE_NAME.search(question)) or bool(
+        NAME_GIVEN.search(question) and (not anchors_of(question) or THE_PLAYER_AS_OBJECT.search(question))
     )
 
 
@@ -495,7 +518,7 @@ def sentences_of(memories: Sequence[str]) -> list[str]:
 
 
 def statement_of(sentence: str, answer: str, question: str, kind: str) -> str:
-    if kind == NAME and OWN_NAME.search(question):
+    if kind == NAME and asks_own_name(question):
         return f"Your name is {answer}."
     # A thing's span is a guess at its noun phrase ("them" in "my gran made them"); a name, a place or a number
     # is the answer itself, and its clause says it.
@@ -543,13 +566,21 @@ def recollect(
     kind = answer_kind(asked)
     topic = topic_of(asked)
     anchors = anchors_of(asked) or (anchors_of(previous) if SOMEONE_MENTIONED.search(asked) else set())
-    if SOMEONE_MENTIONED.search(asked) and not anchors and not ABOUT_THE_PLAYER.search(question_sentence(question)):
+    own_name_asked = asks_own_name(asked)  # "which name will you give him?": "him" is not whose name
+    if (
+        SOMEONE_MENTIONED.search(asked)
+        and not anchors
+        and not own_name_asked
+        and not ABOUT_THE_PLAYER.search(question_sentence(question))
+    ):
         return None  # "And her name?" with no one of the player's named before: whose name is not known
     cosines = embedder.embed(candidates) @ question_embedding  # (S,)
     best: tuple[float, Recollection, int, bool] | None = None  # (score, answer, its candidate, vouched for)
     from_where = kind == PLACE and bool(ASKS_FOR_HOME.search(asked))
     facts_asked = kinds_asked(asked) if about_the_player else set()
-    own_name = bool(OWN_NAME.search(asked)) or (NAME_FACT in facts_asked and not anchors)
+    if re.search(r"\bwhy\b", asked, re.I):
+        facts_asked.discard(NAME_FACT)  # "why should you give me a shout?" wants a reason, not what to shout
+    own_name = own_name_asked or (NAME_FACT in facts_asked and not anchors)
     if own_name:
         kind = NAME  # "who am I?" and "who you're talking to" want the player's name, not a description
     alone = config.min_cosine_alone if about_the_player else config.min_cosine_remembered
@@ -639,4 +670,18 @@ def introduced_name(line: str) -> str:
     for memory in extract_memories(line, turn=0):
         if tells_own_name(memory.text) and (name := answer_span(memory.text, NAME)):
             return name
+    return ""
+
+
+def name_told(lines: Sequence[str], memories: Sequence[str]) -> str:
+    """The name the player last told the character they go by: in their `lines` (the talk a session keeps,
+    oldest first), else in the recalled `memories`; "" when they told none. The account's name is what the
+    platform knows them by, not what they asked to be called ("ignore the username, I'm Marisol")."""
+    for line in reversed(lines):
+        if name := introduced_name(line):
+            return name
+    for memory in memories:
+        for sentence in sentences_of([memory]):
+            if tells_own_name(sentence) and (name := answer_span(sentence, NAME)):
+                return name
     return ""

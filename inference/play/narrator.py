@@ -40,7 +40,7 @@ from inference.narrative.prompting import (
     grounding_fact,
     stream_reply,
 )
-from inference.narrative.recollection import asks_about_the_player, introduced_name, recollect
+from inference.narrative.recollection import asks_about_the_player, introduced_name, name_told, recollect
 from inference.narrative.reply_checks import (
     ReplyContext,
     creator_lines,
@@ -204,7 +204,8 @@ class Narrator:
             if clue.name in job.data.get("revealed_clues", ())
             or clue.holds(beat=job.data["beat"], flags=job.data["flags"], recent_text=" ".join(recent))
         ]
-        player_name = job.data["speaker"] or setting.player_name
+        spoken = [message["content"] for message in history if message["role"] == "user"]
+        player_name = job.data["speaker"] or name_told([*spoken, said], memories + told) or setting.player_name
         lore = list(recalled.lore) if recalled is not None else []
         previous = next((message["content"] for message in reversed(history) if message["role"] == "user"), "")
         recollection = recollect(said, query, memories + told, self.embedder, previous=previous)

@@ -600,3 +600,17 @@ def test_a_character_does_not_say_its_own_line_again_a_dozen_turns_later() -> No
     replies = [reply for *_, reply in link.recorded]
     assert replies[:-1] == LINES
     assert replies[-1] != replies[0]
+
+
+def test_the_character_is_told_to_speak_to_the_name_the_player_gave_not_the_accounts() -> None:
+    model = Repeating("The lamp is lit. ")
+    session_host = host()
+    session_host.open(session_open())
+    link = RecordingLink()
+    for sequence, said in enumerate(["Evening! I'm Oriel, I mend nets.", "Is the lamp lit tonight?"], start=1):
+        session_host.input("s", sequence, {"type": "speech", "character": "Eve", "text": said})
+        for job in session_host.take_jobs():
+            Narrator(HashedWordsEmbedder(), lambda: model).run(job, link)
+            session_host.conversation_record("s", "Eve", job.data["text"], link.recorded[-1][3])
+    last = link.of_type(SessionDebugPrompt)[-1]
+    assert "speak as Eve to Oriel." in last.messages[0]["content"]

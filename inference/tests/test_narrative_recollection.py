@@ -14,6 +14,8 @@ from inference.narrative.recollection import (
     answer_kind,
     answer_span,
     asks_about_the_player,
+    asks_own_name,
+    name_told,
     recollect,
     sentences_of,
     stands_out,
@@ -479,3 +481,51 @@ def test_what_i_told_you_i_was_called_asks_for_the_players_own_name() -> None:
         "Your name is Rosalind.",
         "Rosalind",
     )
+
+
+NAME_GIVEN_FRAMES = (
+    "If the lifeboat crew ask who sat with you tonight, what name will you give them?",
+    "When you write up the night in your diary, which name goes beside mine?",
+    "Whose name should the postman look for on my parcel?",
+    "If a stranger comes asking after me, what name would you tell him to shout?",
+    "What will you call across the yard when I come back in spring?",
+    "What shall you put down as your visitor's name in the book?",
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(frame=st.sampled_from(NAME_GIVEN_FRAMES), name=st.sampled_from(["Oriel", "Tamsin", "Bartholomew", "Yusra"]))
+def test_asked_for_the_name_the_character_will_give_them_by_the_player_is_told_their_own(frame: str, name: str) -> None:
+    memories = [
+        f"Good evening, I'm {name}.",
+        "I met a ferryman called Aldo on the quay.",
+        "My sister Hedda keeps goats.",
+        "I came over from Portreath this morning.",
+        "The wind was cold on the cliff path.",
+    ]
+    assert asks_own_name(frame)
+    assert recollected(frame, memories) == (f"Your name is {name}.", name)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "If somebody saw my boat, what name would they read on her bow?",
+        "What name does my dog answer to?",
+        "Which name is the inn down the lane known by?",
+        "Why should you give me a shout if the pump breaks?",
+    ],
+)
+def test_a_name_asked_of_something_of_the_players_or_a_reason_is_not_their_own_name(question: str) -> None:
+    assert not asks_own_name(question)
+    memories = ["Name's Oriel.", "I came over from Portreath.", "The gulls were loud.", "The tea was cold."]
+    found = recollected(question, memories)
+    assert found is None or found[1] != "Oriel"
+
+
+def test_the_name_the_player_last_told_is_the_one_they_go_by_not_the_accounts() -> None:
+    assert name_told(["Evening! I'm Oriel.", "Tell me about the lamp."], []) == "Oriel"
+    assert name_told(["Call me Tam.", "Actually, my real name is Tamsin."], []) == "Tamsin"
+    recalled = ["I keep bees.", "Ignore the username, my actual name is Yusra."]
+    assert name_told(["Tell me about the lamp."], recalled) == "Yusra"
+    assert name_told(["What's my name?", "Is the lamp lit?"], ["My dog is called Rufus."]) == ""
