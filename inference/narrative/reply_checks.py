@@ -66,6 +66,25 @@ PLAIN_SELVES = {
 }  # fmt: skip
 
 
+# A sentence that tells the player something of themselves ("The inn you came from is a small cottage."), and
+# one that says the character does not know it ("You never told me that.", "I can't recall your sister's name").
+ABOUT_THE_LISTENER = re.compile(r"\b(?:you|your|yours|you're|you've|you'd|you'll|yourself)\b", re.I)
+NOT_KNOWING = re.compile(
+    r"\b(?:never|not|didn't|haven't|hasn't|don't|doesn't|can't|cannot|couldn't|won't|no idea|forgot|forgotten|"
+    r"forget|remember|recall|unsure|perhaps|maybe|might)\b|\?\s*$",
+    re.I,
+)
+# Words that say nothing of what the player is or did: what every such sentence is made of.
+PLAIN_WORDS = {
+    "you", "your", "yours", "you're", "you've", "you'd", "you'll", "yourself", "the", "a", "an", "and", "or", "but",
+    "is", "are", "was", "were", "be", "been", "have", "has", "had", "do", "does", "did", "to", "of", "in", "on",
+    "at", "from", "with", "for", "by", "it", "its", "it's", "that", "this", "there", "here", "what", "which", "who",
+    "i", "me", "my", "we", "us", "our", "so", "as", "very", "just", "still", "now", "then", "one", "all", "some",
+    "said", "say", "told", "tell", "came", "come", "went", "go", "got", "get", "called", "name", "named", "over",
+    "back", "up", "down", "out", "into", "off", "across", "about", "away", "round", "around", "through", "again",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ReplyCheckConfig:
     """When a reply repeats the last one."""
@@ -93,6 +112,10 @@ class ReplyContext:
     earlier_replies: Sequence[str] = ()  # the character's replies before the last, which it must not say again
     # identity_stems_of the character's name, persona and personality; None leaves claims unchecked.
     identity: frozenset[str] | None = None
+    # When the player asked about themselves and nothing recalled answers it: the stems of what the player's
+    # recalled memories and this line say, the only things of theirs the character may state. None leaves such
+    # claims unchecked.
+    player_told: frozenset[str] | None = None
 
 
 def sentences_of(text: str) -> list[str]:
@@ -169,6 +192,8 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("mixes up who is who")  # "I'm Marguerite, I repair clocks." said by Eve to Marguerite
     if context.identity is not None and (claimed := claimed_identity(sentence, context.identity)):
         problems.append(f"claims to be what the character is not: {claimed}")
+    if context.player_told is not None and (unfounded := unfounded_about_the_player(sentence, context.player_told)):
+        problems.append(f"tells the player what nothing they told holds: {', '.join(unfounded)}")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
     elif any(repeats(sentence, earlier, config) for earlier in context.earlier_replies):
@@ -206,6 +231,16 @@ def unknown_names(sentence: str, known_words: frozenset[str]) -> list[str]:
         for token in checked
         if token[:1].isupper() and token.lower() not in known_words and token.lower() not in EVERYDAY_CAPITALISED
     ]
+
+
+def unfounded_about_the_player(sentence: str, player_told: frozenset[str]) -> list[str]:
+    """The words of a statement about the player (in the second person) that nothing they told holds: a small
+    model asked "what was my inn called?" invents one ("The inn you came from is a small cottage."). [] for a
+    sentence not about the player, one that says the character does not know, or one every word of which the
+    player told ("You came over from Penzance.")."""
+    if not ABOUT_THE_LISTENER.search(sentence) or NOT_KNOWING.search(sentence):
+        return []
+    return [word for word in words_of(sentence) if word not in PLAIN_WORDS and stem(word) not in player_told]
 
 
 def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:

@@ -73,6 +73,10 @@ logger = logging.getLogger(__name__)
 # Texts whose embeddings a worker keeps: every sentence a few dozen characters know, many times over.
 EMBEDDINGS_KEPT = 4096
 SENTENCE_END = re.compile(r"[.!?…](?=\s)|\n")
+# Said when the player asks about themselves, nothing recalled answers it, and every reply the model wrote
+# stated something of theirs that nothing recalled holds. It claims no more than that the character cannot
+# recall it: the player may have told it and the recollection missed it.
+NOT_RECALLED = "I can't bring that to mind just now."
 
 
 class Urgency(enum.IntEnum):
@@ -212,7 +216,8 @@ class Narrator:
         known = self.known(member, setting, clues, lore, player_name)
         introduced = introduced_name(said) if recollection is None else ""
         grounding = None
-        if recollection is None and not introduced and not asks_about_the_player(said, previous):
+        asks_what_was_not_told = recollection is None and not introduced and asks_about_the_player(said, previous)
+        if recollection is None and not introduced and not asks_what_was_not_told:
             # Two sentences the character knows that fit the question alike are usually both true of it, unlike
             # two memories, so the best one grounds the reply however close the runner-up.
             knowledge = dataclasses.replace(self.config.prompting, grounding_margin=0.0)
@@ -248,6 +253,7 @@ class Narrator:
             character_name=name,
             earlier_replies=replies[:-1],
             identity=identity_stems_of([name, member.sheet.persona, member.sheet.personality]),
+            player_told=identity_stems_of([*memories, *told, said]) if asks_what_was_not_told else None,
         )
         samples = self.config.resamples + 1
         deadline = time.monotonic() + self.config.reply_budget_seconds
@@ -261,9 +267,13 @@ class Narrator:
             shown = self.checked_reply(model, bare, job, link, context, topic, without_talk, deadline)
         if not shown:
             # Once the talk has begun, the greeting and any line already said would read as the character
-            # starting over.
+            # starting over. Asked about the player, no line of the creator's answers it.
             said_before = [*replies, member.greeting] if replies else []
-            shown = [self.creator_line(member, query, known, said_before, player_name)]
+            shown = [
+                NOT_RECALLED
+                if asks_what_was_not_told
+                else self.creator_line(member, query, known, said_before, player_name)
+            ]
             link.send(SessionCharacterLine(session=job.session, character=name, text=shown[0], final=False))
         reply = " ".join(shown)
         link.send(SessionCharacterLine(session=job.session, character=name, text="", final=True))

@@ -18,7 +18,7 @@ from inference.language.local import LocalLanguageModel, LocalModelConfig
 from inference.language.tiny import write_tiny_model
 from inference.narrative.setting import Setting
 from inference.play.host import CONVERSATION, Job, SessionHost
-from inference.play.narrator import Narrator, NarratorConfig, in_capitals
+from inference.play.narrator import NOT_RECALLED, Narrator, NarratorConfig, in_capitals
 from inference.protocol import (
     HookOutcome,
     Offer,
@@ -614,3 +614,14 @@ def test_the_character_is_told_to_speak_to_the_name_the_player_gave_not_the_acco
             session_host.conversation_record("s", "Eve", job.data["text"], link.recorded[-1][3])
     last = link.of_type(SessionDebugPrompt)[-1]
     assert "speak as Eve to Oriel." in last.messages[0]["content"]
+
+
+def test_asked_what_the_player_never_told_the_character_does_not_make_it_up() -> None:
+    model = Repeating("The inn you stayed at is a small cottage in the countryside. ")
+    session_host = host()
+    session_host.open(session_open())
+    link = RecordingLink(memories=["I mend clocks in Penzance."])
+    asked = "What was the name of the inn I stayed at last night?"
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": asked})
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    assert [reply for *_, reply in link.recorded] == [NOT_RECALLED]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -179,3 +180,23 @@ def test_a_sentence_said_in_any_reply_the_character_still_remembers_is_not_said_
         "repeats an earlier reply"
     ]
     assert sentence_problems("The gulls are loud this morning.", context) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "unfounded"),
+    [
+        ("The inn you came from is a small cottage in the countryside.", True),
+        ("You stayed at the Crown and Anchor, down by the quay.", True),
+        ("You came over from Penzance.", False),  # every word of it the player told
+        ("You never told me the name of your inn.", False),
+        ("I can't recall you saying where you stayed.", False),
+        ("The lamp has burned for ninety years.", False),  # not about the player
+    ],
+)
+def test_a_statement_about_the_player_is_refused_when_they_never_told_it(sentence: str, unfounded: bool) -> None:
+    told = identity_stems_of(["My name is Tobiah, and I'm a clockmaker from Penzance.", "Where did I stay last night?"])
+    context = ReplyContext(world_words=frozenset(), player_told=told)
+    problems = sentence_problems(sentence, context)
+    refused = any(problem.startswith("tells the player what nothing they told holds") for problem in problems)
+    assert refused is unfounded
+    assert not sentence_problems(sentence, ReplyContext(world_words=frozenset()))  # unchecked on other turns
