@@ -87,8 +87,10 @@ ASKS: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     HOME: re.compile(
-        r"\b(?:from|home|hail|live|send (?:word|a letter|news)|address|write to me|heading (?:back|home)|"
-        r"go(?:ing)? back to|get back to|grew up)\b",
+        r"\b(?:from|home|hail|live|send (?:word|a letter|news)|address|envelope|postcard|write to (?:tell )?me|"
+        r"heading (?:back|home)|"
+        r"go(?:ing)? back to|get back to|grew up|visit me|looking for me|"
+        r"(?:come|came|coming) (?:to see|and see|to find|and find|to visit|and visit) me)\b",
         re.I,
     ),
     WORK: re.compile(

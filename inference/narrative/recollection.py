@@ -40,6 +40,7 @@ import numpy as np
 
 from inference.language.embedding import Embedder
 from inference.narrative.memory import PRONOUN_START, extract_memories, to_second_person
+from inference.narrative.player_facts import HOME as HOME_FACT
 from inference.narrative.player_facts import NAME as NAME_FACT
 from inference.narrative.player_facts import kinds_asked, kinds_told, tells_own_name
 
@@ -251,6 +252,10 @@ CLAUSE_BREAK = re.compile(
 )
 CLAUSE_SUBJECT = re.compile(r"^(?:i|i'm|i've|i'd|my|mum's|dad's|[A-Z][a-z]+'s)\b", re.I)
 # The player speaking of themselves ("I keep bees", "Biscuit is my dog's name", "Thunder frightens me").
+# "Came all the way from Wendlebury.": a player telling of themselves often leaves the "I" out.
+WITHOUT_SUBJECT = re.compile(
+    r"^\W*(?:came|come|coming|live|lived|grew|moved|born|raised|work|worked|travelled|traveled|arrived)\b", re.I
+)
 SELF_WORD = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|me|myself)\b", re.I)
 # What the player has is theirs as much as what they call "my": "I've got a dog" makes "my dog" an anchor.
 POSSESSION = re.compile(
@@ -433,7 +438,9 @@ def answer_kind(question: str) -> str:
     )
     following = set(asked[asked.index(leading) + 1 :][:3]) if leading else set()
     names_asked = bool(set(asked) & (NAME_WORDS - {"who", "whom"}))
-    place_asked = bool(set(asked) & {"town", "city", "village", "country"}) or bool(COMES_FROM.search(question))
+    place_asked = bool(set(asked) & {"town", "city", "village", "country", "stop", "station"}) or bool(
+        COMES_FROM.search(question)
+    )
     if leading == "where":
         return PLACE
     if leading == "when" or (leading in ("how", "what") and following & NUMBER_WORDS):
@@ -465,7 +472,7 @@ def anchors_of(text: str) -> set[str]:
 
 def said_of_self(sentence: str) -> bool:
     """Whether the player speaks of themselves in the sentence, not only of the world around them."""
-    return bool(SELF_WORD.search(sentence))
+    return bool(SELF_WORD.search(sentence) or WITHOUT_SUBJECT.search(sentence))
 
 
 def lasting(sentence: str) -> bool:
@@ -523,6 +530,8 @@ def statement_of(sentence: str, answer: str, question: str, kind: str) -> str:
     # A thing's span is a guess at its noun phrase ("them" in "my gran made them"); a name, a place or a number
     # is the answer itself, and its clause says it.
     said = sentence if kind == THING else clause_with(sentence, answer)
+    if WITHOUT_SUBJECT.match(said):
+        said = f"I {said.lstrip()[:1].lower()}{said.lstrip()[1:]}"  # said back as "You came all the way from …"
     # "I should warn you, I panic in cellars" said back is "You panic in cellars", not "You should warn me, …".
     unframed = ADDRESSING_FRAME.sub("", said)
     return to_second_person(unframed[:1].upper() + unframed[1:] if unframed else said)
@@ -578,7 +587,11 @@ def recollect(
     best: tuple[float, Recollection, int, bool] | None = None  # (score, answer, its candidate, vouched for)
     from_where = kind == PLACE and bool(ASKS_FOR_HOME.search(asked))
     facts_asked = kinds_asked(asked) if about_the_player else set()
-    if re.search(r"\bwhy\b", asked, re.I):
+    if kind == PLACE:
+        # "Which stop will I be asking for?" wants a place, not the name to ask for; "where would you write to
+        # me?" the player's home, not the cousin they write to.
+        facts_asked &= {HOME_FACT}
+    elif re.search(r"\bwhy\b", asked, re.I):
         facts_asked.discard(NAME_FACT)  # "why should you give me a shout?" wants a reason, not what to shout
     own_name = own_name_asked or (NAME_FACT in facts_asked and not anchors)
     if own_name:

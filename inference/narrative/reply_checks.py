@@ -116,6 +116,9 @@ class ReplyContext:
     # recalled memories and this line say, the only things of theirs the character may state. None leaves such
     # claims unchecked.
     player_told: frozenset[str] | None = None
+    # What of the player's that question names ("dog" in "what's my dog called?"), stemmed as the recollection
+    # stems: a statement about the player that names none of it answers something else ("You're Fennimore.").
+    player_things_asked: frozenset[str] = frozenset()
 
 
 def sentences_of(text: str) -> list[str]:
@@ -194,6 +197,9 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append(f"claims to be what the character is not: {claimed}")
     if context.player_told is not None and (unfounded := unfounded_about_the_player(sentence, context.player_told)):
         problems.append(f"tells the player what nothing they told holds: {', '.join(unfounded)}")
+    elif context.player_told is not None and answers_of_another_thing(sentence, context.player_things_asked):
+        asked_of = ", ".join(sorted(context.player_things_asked))
+        problems.append(f"tells the player of something other than their {asked_of}")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
     elif any(repeats(sentence, earlier, config) for earlier in context.earlier_replies):
@@ -241,6 +247,14 @@ def unfounded_about_the_player(sentence: str, player_told: frozenset[str]) -> li
     if not ABOUT_THE_LISTENER.search(sentence) or NOT_KNOWING.search(sentence):
         return []
     return [word for word in words_of(sentence) if word not in PLAIN_WORDS and stem(word) not in player_told]
+
+
+def answers_of_another_thing(sentence: str, things_asked: frozenset[str]) -> bool:
+    """Whether a statement about the player leaves out every thing of theirs the question named: asked "what is
+    my dog called?", "You're Fennimore." is about them, and not about the dog."""
+    if not things_asked or not ABOUT_THE_LISTENER.search(sentence) or NOT_KNOWING.search(sentence):
+        return False
+    return not any(word.startswith(thing) for word in words_of(sentence) for thing in things_asked)
 
 
 def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:

@@ -40,7 +40,13 @@ from inference.narrative.prompting import (
     grounding_fact,
     stream_reply,
 )
-from inference.narrative.recollection import asks_about_the_player, introduced_name, name_told, recollect
+from inference.narrative.recollection import (
+    anchors_of,
+    asks_about_the_player,
+    introduced_name,
+    name_told,
+    recollect,
+)
 from inference.narrative.reply_checks import (
     ReplyContext,
     creator_lines,
@@ -254,6 +260,7 @@ class Narrator:
             earlier_replies=replies[:-1],
             identity=identity_stems_of([name, member.sheet.persona, member.sheet.personality]),
             player_told=identity_stems_of([*memories, *told, said]) if asks_what_was_not_told else None,
+            player_things_asked=frozenset(anchors_of(said)),
         )
         samples = self.config.resamples + 1
         deadline = time.monotonic() + self.config.reply_budget_seconds

@@ -625,3 +625,14 @@ def test_asked_what_the_player_never_told_the_character_does_not_make_it_up() ->
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": asked})
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
     assert [reply for *_, reply in link.recorded] == [NOT_RECALLED]
+
+
+def test_asked_about_a_thing_of_theirs_never_told_the_player_is_not_told_another_fact_instead() -> None:
+    model = Repeating("You're Fennimore, and you mentioned the boat over. ")  # told, and about something else
+    session_host = host()
+    session_host.open(session_open())
+    link = RecordingLink(memories=["Good evening, I'm Fennimore."])
+    asked = "Do you remember what my dog is called? I must have mentioned him on the boat over."
+    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": asked})
+    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
+    assert [reply for *_, reply in link.recorded] == [NOT_RECALLED]

@@ -529,3 +529,24 @@ def test_the_name_the_player_last_told_is_the_one_they_go_by_not_the_accounts() 
     recalled = ["I keep bees.", "Ignore the username, my actual name is Yusra."]
     assert name_told(["Tell me about the lamp."], recalled) == "Yusra"
     assert name_told(["What's my name?", "Is the lamp lit?"], ["My dog is called Rufus."]) == ""
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "If you wanted to write to me, where would you send the letter?",
+        "If you ever came to visit me, which town would you ask the coachman for?",
+        "When I take the bus home tomorrow, which stop will I be asking for?",
+    ],
+)
+def test_a_home_told_without_an_i_answers_where_to_find_the_player(question: str) -> None:
+    memories = [
+        "Name's Oriel, by the way.",
+        "Came over from Ravensholt on the early boat, it's a mill town inland.",
+        "My cousin is waiting in the cart.",
+        "The gulls were loud on the quay.",
+        "The tea here is strong.",
+    ]
+    found = recollected(question, memories)
+    assert found is not None and found[1] == "Ravensholt"
+    assert found[0].startswith("You came over from Ravensholt")

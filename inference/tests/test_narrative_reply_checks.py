@@ -200,3 +200,22 @@ def test_a_statement_about_the_player_is_refused_when_they_never_told_it(sentenc
     refused = any(problem.startswith("tells the player what nothing they told holds") for problem in problems)
     assert refused is unfounded
     assert not sentence_problems(sentence, ReplyContext(world_words=frozenset()))  # unchecked on other turns
+
+
+@pytest.mark.parametrize(
+    ("sentence", "refused"),
+    [
+        ("You're Fennimore.", True),
+        ("Your dog is called Biscuit.", False),
+        ("You never told me about your dog.", False),
+        ("The dog on the jetty is the harbourmaster's.", False),
+    ],
+)
+def test_asked_about_a_thing_of_theirs_a_statement_about_the_player_must_name_it(sentence: str, refused: bool) -> None:
+    context = ReplyContext(
+        world_words=frozenset(),
+        player_told=identity_stems_of(["I'm Fennimore.", "Your dog is called Biscuit."]),
+        player_things_asked=frozenset({"dog"}),
+    )
+    problems = sentence_problems(sentence, context)
+    assert any(problem.startswith("tells the player of something other than") for problem in problems) is refused
