@@ -105,7 +105,7 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     # The worker tells the reloaded page where the story stands: the scene it shows already, not twice.
     expect(page.locator(".player-state")).to_have_text("Choose what happens next", timeout=30_000)
     expect(page.locator(".player-log li", has_text="Eve tells you about the storm")).to_have_count(1)
-    # Nor when more was said after it: the scene is told again over the picture, not added to the log.
+    # Nor when more was said after it: the scene told again is not added to the log.
     page.get_by_label("Change the world").fill("let it snow")
     page.get_by_role("button", name="Send").click()
     expect(page.locator(".player-log li").last).to_have_text("Snow begins to fall.")
@@ -124,6 +124,8 @@ def test_a_player_watches_frames_moves_types_a_prompt_and_picks_a_choice(
     wait_until(lambda: frame_number(page) > 0)
     expect(page.locator(".player-log li").last).to_have_text(f"The gulls wheel overhead ({LOG_LINES_SHOWN}).")
     expect(page.locator(".player-log li", has_text="Eve tells you about the storm")).to_have_count(0)
+    # Over the picture too, the story stands at its latest line, not at the scene told again.
+    expect(page.locator(".player-subtitle")).to_have_text(f"The gulls wheel overhead ({LOG_LINES_SHOWN}).")
 
 
 def test_an_on_screen_button_moves_the_player_like_the_key(page: Page, live_platform: LivePlatform) -> None:

@@ -253,11 +253,12 @@
       }
       case "narration": {
         // Told again as the page opened (or the session reopened): the story so far the page was served holds
-        // it, or it is older than the lines that page shows. Either way it is shown over the picture and not
-        // logged below the newer lines, where it would read as just told. A page with no story so far logs it.
+        // it, or it is older than the lines that page shows. It is not logged below the newer lines, where it
+        // would read as just told, nor shown over the picture, where a scene told long ago reads as the story
+        // starting over: the latest line of the log is where the story stands. A page with no story so far
+        // logs it.
         if (message.again && log.children.length) {
-          const told = [...log.children].find((item) => item.textContent === message.text);
-          showSubtitle(told || Object.assign(document.createElement("li"), { textContent: message.text }));
+          showSubtitle(log.lastElementChild);
         } else {
           say(message.text);
         }
