@@ -95,7 +95,10 @@ ASKS: dict[str, re.Pattern[str]] = {
     ),
     WORK: re.compile(
         r"\b(?:work|job|trade|living|do all day|do for|pay me|paid|pays me|make with my hands|profession|"
-        r"occupation|craft|business|fix|mend|worried|handy|skills?|good at|what i do)\b",
+        r"occupation|craft|business|fix|mend|worried|handy|handiest|skills?|good at|what i do|of all people|"
+        # What the player is the one to call on for: "why am I the fellow to fetch?", "send them my way".
+        r"(?:the|just the|the right|the best|the only) (?:man|woman|fellow|person|one|chap|lass|lad|sort) to|"
+        r"(?:fetch|send for|call for|come to|run to fetch) me|my way)\b",
         re.I,
     ),
     FAMILY: re.compile(

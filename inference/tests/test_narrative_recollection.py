@@ -550,3 +550,23 @@ def test_a_home_told_without_an_i_answers_where_to_find_the_player(question: str
     found = recollected(question, memories)
     assert found is not None and found[1] == "Ravensholt"
     assert found[0].startswith("You came over from Ravensholt")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "If your boat's hull sprang a leak, why would I be the person to fetch?",
+        "If a traveller needed his boots resoled, why should you send him my way?",
+        "Why would I, of all people, know what your cracked old saddle needs?",
+    ],
+)
+def test_asked_why_they_are_the_one_to_call_on_the_player_is_told_their_trade(question: str) -> None:
+    memories = [
+        "Name's Oriel, by the way.",
+        "I'm a cobbler by trade, boots and saddles mostly.",
+        "My cousin is waiting in the cart.",
+        "The gulls were loud on the quay.",
+        "I saw a seal on the rocks this morning.",
+    ]
+    found = recollected(question, memories)
+    assert found is not None and "cobbler" in found[0]
