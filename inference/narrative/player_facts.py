@@ -89,7 +89,7 @@ ASKS: dict[str, re.Pattern[str]] = {
     HOME: re.compile(
         r"\b(?:from|home|hail|live|send (?:word|a letter|news)|address|envelope|postcard|write to (?:tell )?me|"
         r"heading (?:back|home)|"
-        r"go(?:ing)? back to|get back to|grew up|visit me|looking for me|"
+        r"go(?:ing)? back to|get back to|grew up|visit me|pay me a visit|looking for me|"
         r"(?:come|came|coming) (?:to see|and see|to find|and find|to visit|and visit) me)\b",
         re.I,
     ),

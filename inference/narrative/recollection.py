@@ -155,7 +155,8 @@ LEADING_INTERJECTION = re.compile(
 )
 OWN_NAME = re.compile(
     r"\bmy\s+(?:own\s+)?name\b|\bwho (?:am i|i am)(?=\s*(?:[?.!,]|$|then\b|again\b|to you\b|really\b))|"
-    r"\bwhat (?:am i|i'm|i am) called\b|\bcall me\b|\bwhat\b.*\bi (?:was|am|'m) (?:called|named)\b|"
+    r"\bwhat (?:am i|i'm|i am) (?:(?:actually|really|truly|properly) )?called\b|\bcall me\b|"
+    r"\bwhat\b.*\bi (?:was|am|'m) (?:called|named)\b|"
     r"\bwho (?:you're|you are|you've been|you have been) (?:talking|speaking|chatting) (?:to|with)\b|"
     r"\b(?:remember|know|recognise|recognize) me\b",
     re.I,
@@ -205,6 +206,8 @@ ADDRESSING_FRAME = re.compile(
     re.I,
 )
 # A question that asks for a fact by what it would mean: "If you cook for me, what should stay off my plate?"
+# A sentence that sets up the question to come: "Suppose you wanted to pay me a visit. Which town…?"
+SETTING_UP = re.compile(r"^\W*(?:suppose|supposing|say|imagine|picture|let's say|if)\b", re.I)
 PUT_AS_SUPPOSITION = re.compile(
     r"\b(?:if|would|wouldn't|should|shouldn't|could|might|will|won't|must|mustn't|better|gonna)\b|'d\b|'ll\b", re.I
 )
@@ -254,7 +257,9 @@ CLAUSE_SUBJECT = re.compile(r"^(?:i|i'm|i've|i'd|my|mum's|dad's|[A-Z][a-z]+'s)\b
 # The player speaking of themselves ("I keep bees", "Biscuit is my dog's name", "Thunder frightens me").
 # "Came all the way from Wendlebury.": a player telling of themselves often leaves the "I" out.
 WITHOUT_SUBJECT = re.compile(
-    r"^\W*(?:came|come|coming|live|lived|grew|moved|born|raised|work|worked|travelled|traveled|arrived)\b", re.I
+    r"^\W*(?:came|come|coming|live|lived|grew|moved|born|raised|work|worked|travelled|traveled|arrived|walked|"
+    r"sailed|rowed|rode|drove|flew|cycled|hitched)\b",
+    re.I,
 )
 SELF_WORD = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|me|myself)\b", re.I)
 # What the player has is theirs as much as what they call "my": "I've got a dog" makes "my dog" an anchor.
@@ -408,8 +413,18 @@ def asks_about_the_player(question: str, previous: str = "") -> bool:
         )
         or bool(OWN_NAME.search(question))
         or asks_own_name(asked)
+        or set_up_about_the_player(question)
         or (bool(SOMEONE_MENTIONED.search(question)) and bool(anchors_of(previous)))
     )
+
+
+def set_up_about_the_player(line: str) -> bool:
+    """Whether a sentence before the line's question sets it up about the player: "Suppose you wanted to pay
+    me a visit once the weather clears. Which town would you tell the driver?" ("I'm sorry. What was your
+    brother like?" is no such set-up)."""
+    sentences = [match.group().strip() for match in SENTENCE.finditer(line) if match.group().strip()]
+    before = sentences[: max(len(sentences) - 1, 0)]
+    return any(SETTING_UP.search(sentence) and ABOUT_THE_PLAYER.search(sentence) for sentence in before)
 
 
 def asks_own_name(question: str) -> bool:
@@ -472,7 +487,7 @@ def anchors_of(text: str) -> set[str]:
 
 def said_of_self(sentence: str) -> bool:
     """Whether the player speaks of themselves in the sentence, not only of the world around them."""
-    return bool(SELF_WORD.search(sentence) or WITHOUT_SUBJECT.search(sentence))
+    return bool(SELF_WORD.search(sentence) or WITHOUT_SUBJECT.search(sentence) or tells_own_name(sentence))
 
 
 def lasting(sentence: str) -> bool:
@@ -617,6 +632,8 @@ def recollect(
         told = kinds_told(sentence)
         if own_name and not (anchored or NAME_FACT in told):
             continue  # "what's my name" wants the player's own name, not any name they mentioned
+        if kind == NAME and not own_name and NAME_FACT in told and not anchored:
+            continue  # nor does "what name does my dog answer to?" want the player's own
         if anchors and not anchored and not own_words:
             continue  # "what's my dog called" is not answered by "A dog called Rufus sleeps by the inn"
         # "Where did I say I came from?" is answered by any place after "from", and else by where the player

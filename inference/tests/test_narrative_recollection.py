@@ -570,3 +570,19 @@ def test_asked_why_they_are_the_one_to_call_on_the_player_is_told_their_trade(qu
     ]
     found = recollected(question, memories)
     assert found is not None and "cobbler" in found[0]
+
+
+def test_a_newcomers_casual_introduction_comes_back_whatever_comes_before_the_question() -> None:
+    line = "Evening Eve! Name's Dorvald. Walked up from Polperro this afternoon, cooper by trade, I make barrels."
+    memories = [
+        *(memory.text for memory in extract_memories(line, turn=0)),
+        *(memory.text for memory in extract_memories("Sorry, my head's full of wind.", turn=0)),
+        "The stairs creak like something is walking on them.",
+        "I like the sea.",
+        "The lamp looks enormous.",
+    ]
+    named = recollected("Sorry, my head's full of wind. What did I say my name was?", memories)
+    assert named == ("Your name is Dorvald.", "Dorvald")
+    asked = "Suppose you wanted to pay me a visit once the weather clears. Which town would you tell the driver?"
+    found = recollected(asked, memories)
+    assert found is not None and found[1] == "Polperro" and found[0].startswith("You walked up from Polperro")
