@@ -616,23 +616,30 @@ def test_the_character_is_told_to_speak_to_the_name_the_player_gave_not_the_acco
     assert "speak as Eve to Oriel." in last.messages[0]["content"]
 
 
-def test_asked_what_the_player_never_told_the_character_does_not_make_it_up() -> None:
-    model = Repeating("The inn you stayed at is a small cottage in the countryside. ")
+@pytest.mark.parametrize(
+    ("written", "memory", "asked"),
+    [
+        # What the player never told, made up.
+        (
+            "The inn you stayed at is a small cottage in the countryside. ",
+            "I mend clocks in Penzance.",
+            "What was the name of the inn I stayed at last night?",
+        ),
+        # What the player told, about something other than what they asked of.
+        (
+            "You're Fennimore, and you mentioned the boat over. ",
+            "Good evening, I'm Fennimore.",
+            "Do you remember what my dog is called? I must have mentioned him on the boat over.",
+        ),
+    ],
+)
+def test_asked_about_themselves_what_nothing_recalled_answers_the_player_is_told_nothing_made_up(
+    written: str, memory: str, asked: str
+) -> None:
+    model = Repeating(written)
     session_host = host()
     session_host.open(session_open())
-    link = RecordingLink(memories=["I mend clocks in Penzance."])
-    asked = "What was the name of the inn I stayed at last night?"
-    session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": asked})
-    run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
-    assert [reply for *_, reply in link.recorded] == [NOT_RECALLED]
-
-
-def test_asked_about_a_thing_of_theirs_never_told_the_player_is_not_told_another_fact_instead() -> None:
-    model = Repeating("You're Fennimore, and you mentioned the boat over. ")  # told, and about something else
-    session_host = host()
-    session_host.open(session_open())
-    link = RecordingLink(memories=["Good evening, I'm Fennimore."])
-    asked = "Do you remember what my dog is called? I must have mentioned him on the boat over."
+    link = RecordingLink(memories=[memory])
     session_host.input("s", 1, {"type": "speech", "character": "Eve", "text": asked})
     run_jobs(session_host, Narrator(HashedWordsEmbedder(), lambda: model), link)
     assert [reply for *_, reply in link.recorded] == [NOT_RECALLED]
