@@ -33,7 +33,7 @@ character's reply (inference.narrative.prompting), so even a tiny model states t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -697,10 +697,7 @@ def introduced_name(line: str) -> str:
     Eve! My name is Tobiah, and I'm a clockmaker." -> "Tobiah"); "" otherwise."""
     if is_question(line):
         return ""
-    for memory in extract_memories(line, turn=0):
-        if tells_own_name(memory.text) and (name := answer_span(memory.text, NAME)):
-            return name
-    return ""
+    return name_given_in(memory.text for memory in extract_memories(line, turn=0))
 
 
 def name_told(lines: Sequence[str], memories: Sequence[str]) -> str:
@@ -710,8 +707,12 @@ def name_told(lines: Sequence[str], memories: Sequence[str]) -> str:
     for line in reversed(lines):
         if name := introduced_name(line):
             return name
-    for memory in memories:
-        for sentence in sentences_of([memory]):
-            if tells_own_name(sentence) and (name := answer_span(sentence, NAME)):
-                return name
+    return name_given_in(sentences_of(memories))
+
+
+def name_given_in(sentences: Iterable[str]) -> str:
+    """The name the first of `sentences` that names the player gives them ("Name's Rowena." -> "Rowena")."""
+    for sentence in sentences:
+        if tells_own_name(sentence) and (name := answer_span(sentence, NAME)):
+            return name
     return ""

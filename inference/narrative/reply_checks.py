@@ -195,11 +195,12 @@ def sentence_problems(sentence: str, context: ReplyContext, config: ReplyCheckCo
         problems.append("mixes up who is who")  # "I'm Marguerite, I repair clocks." said by Eve to Marguerite
     if context.identity is not None and (claimed := claimed_identity(sentence, context.identity)):
         problems.append(f"claims to be what the character is not: {claimed}")
-    if context.player_told is not None and (unfounded := unfounded_about_the_player(sentence, context.player_told)):
-        problems.append(f"tells the player what nothing they told holds: {', '.join(unfounded)}")
-    elif context.player_told is not None and answers_of_another_thing(sentence, context.player_things_asked):
-        asked_of = ", ".join(sorted(context.player_things_asked))
-        problems.append(f"tells the player of something other than their {asked_of}")
+    if context.player_told is not None and states_of_the_listener(sentence):
+        if unfounded := unfounded_about_the_player(sentence, context.player_told):
+            problems.append(f"tells the player what nothing they told holds: {', '.join(unfounded)}")
+        elif answers_of_another_thing(sentence, context.player_things_asked):
+            asked_of = ", ".join(sorted(context.player_things_asked))
+            problems.append(f"tells the player of something other than their {asked_of}")
     if repeats(sentence, context.last_reply, config):
         problems.append("repeats the last reply")
     elif any(repeats(sentence, earlier, config) for earlier in context.earlier_replies):
@@ -239,22 +240,25 @@ def unknown_names(sentence: str, known_words: frozenset[str]) -> list[str]:
     ]
 
 
+def states_of_the_listener(sentence: str) -> bool:
+    """Whether the sentence states something of the player (in the second person), rather than saying the
+    character does not know it ("You never told me that.") or asking."""
+    return bool(ABOUT_THE_LISTENER.search(sentence)) and not NOT_KNOWING.search(sentence)
+
+
 def unfounded_about_the_player(sentence: str, player_told: frozenset[str]) -> list[str]:
-    """The words of a statement about the player (in the second person) that nothing they told holds: a small
-    model asked "what was my inn called?" invents one ("The inn you came from is a small cottage."). [] for a
-    sentence not about the player, one that says the character does not know, or one every word of which the
-    player told ("You came over from Penzance.")."""
-    if not ABOUT_THE_LISTENER.search(sentence) or NOT_KNOWING.search(sentence):
-        return []
+    """The words of a statement about the player (`states_of_the_listener`) that nothing they told holds: a
+    small model asked "what was my inn called?" invents one ("The inn you came from is a small cottage."). []
+    when the player told every word of it ("You came over from Penzance.")."""
     return [word for word in words_of(sentence) if word not in PLAIN_WORDS and stem(word) not in player_told]
 
 
 def answers_of_another_thing(sentence: str, things_asked: frozenset[str]) -> bool:
-    """Whether a statement about the player leaves out every thing of theirs the question named: asked "what is
-    my dog called?", "You're Fennimore." is about them, and not about the dog."""
-    if not things_asked or not ABOUT_THE_LISTENER.search(sentence) or NOT_KNOWING.search(sentence):
-        return False
-    return not any(word.startswith(thing) for word in words_of(sentence) for thing in things_asked)
+    """Whether a statement about the player (`states_of_the_listener`) leaves out every thing of theirs the
+    question named: asked "what is my dog called?", "You're Fennimore." is about them, and not about the dog."""
+    return bool(things_asked) and not any(
+        word.startswith(thing) for word in words_of(sentence) for thing in things_asked
+    )
 
 
 def repeats(sentence: str, last_reply: str, config: ReplyCheckConfig) -> bool:

@@ -215,15 +215,17 @@ class Narrator:
             or clue.holds(beat=job.data["beat"], flags=job.data["flags"], recent_text=" ".join(recent))
         ]
         spoken = [message["content"] for message in history if message["role"] == "user"]
-        player_name = job.data["speaker"] or name_told([*spoken, said], memories + told) or setting.player_name
+        players_own = memories + told
+        player_name = job.data["speaker"] or name_told([*spoken, said], players_own) or setting.player_name
         lore = list(recalled.lore) if recalled is not None else []
-        previous = next((message["content"] for message in reversed(history) if message["role"] == "user"), "")
-        recollection = recollect(said, query, memories + told, self.embedder, previous=previous)
+        previous = spoken[-1] if spoken else ""
+        recollection = recollect(said, query, players_own, self.embedder, previous=previous)
         known = self.known(member, setting, clues, lore, player_name)
         introduced = introduced_name(said) if recollection is None else ""
         grounding = None
-        asks_what_was_not_told = recollection is None and not introduced and asks_about_the_player(said, previous)
-        if recollection is None and not introduced and not asks_what_was_not_told:
+        unanswered = recollection is None and not introduced
+        asks_what_was_not_told = unanswered and asks_about_the_player(said, previous)
+        if unanswered and not asks_what_was_not_told:
             # Two sentences the character knows that fit the question alike are usually both true of it, unlike
             # two memories, so the best one grounds the reply however close the runner-up.
             knowledge = dataclasses.replace(self.config.prompting, grounding_margin=0.0)
@@ -259,8 +261,8 @@ class Narrator:
             character_name=name,
             earlier_replies=replies[:-1],
             identity=identity_stems_of([name, member.sheet.persona, member.sheet.personality]),
-            player_told=identity_stems_of([*memories, *told, said]) if asks_what_was_not_told else None,
-            player_things_asked=frozenset(anchors_of(said)),
+            player_told=identity_stems_of([*players_own, said]) if asks_what_was_not_told else None,
+            player_things_asked=frozenset(anchors_of(said) if asks_what_was_not_told else ()),
         )
         samples = self.config.resamples + 1
         deadline = time.monotonic() + self.config.reply_budget_seconds
